@@ -1,0 +1,1 @@
+"""The `trajreview` command line: a thin layer over core (one module per area)."""

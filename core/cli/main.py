@@ -1,0 +1,157 @@
+"""Entry point of the `trajreview` command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from core import __version__
+from core.cli import ui
+from core.errors import TrajreviewError
+
+app = typer.Typer(
+    help="Review WebArena agent runs: import, score, explain, measure, browse.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+import_app = typer.Typer(help="Import task datasets, agent runs and gold trajectories.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", envvar="TRAJREVIEW_DB", help="Database file (default data/trajreview.duckdb)."),
+    ] = None,
+) -> None:
+    ctx.obj = {"db": db}
+
+
+@app.command()
+def version() -> None:
+    """Print the trajreview version."""
+    ui.console.print(__version__)
+
+
+@app.command()
+def init(ctx: typer.Context) -> None:
+    """Create the database file (or migrate an older one) and print its schema version."""
+    with ui.store_from(ctx) as store:
+        ui.console.print(f"{store.path}: schema version {store.schema_version()}")
+
+
+@app.command()
+def info(ctx: typer.Context) -> None:
+    """Row counts per table and the schema version."""
+    with ui.store_from(ctx, read_only=True) as store:
+        ui.console.print(f"database: {store.path}")
+        ui.console.print(f"schema version: {store.schema_version()}")
+        counts = store.row_counts()
+        ui.print_table("tables", ["table", "rows"], sorted(counts.items()))
+
+
+@import_app.command("tasks")
+def import_tasks_cmd(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None, typer.Argument(help="A task JSON file; default: the packaged dataset.")
+    ] = None,
+    original: Annotated[
+        bool, typer.Option("--original", help="Also load the original WebArena test.raw.json.")
+    ] = False,
+) -> None:
+    """Load the 812 WebArena-Verified tasks (and optionally the original WebArena tasks)."""
+    from core.datasets import import_tasks
+
+    with ui.store_from(ctx) as store:
+        counts = import_tasks(store, path, original=original)
+    for name, n in counts.items():
+        ui.console.print(f"{name}: {n} tasks")
+
+
+def _streamlit_command(host: str, port: int) -> list[str]:
+    from core.paths import REPO_ROOT
+
+    app_path = REPO_ROOT / "dashboard" / "app.py"
+    return [
+        sys.executable, "-m", "streamlit", "run", str(app_path),
+        "--server.address", host, "--server.port", str(port), "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+
+
+def _serve(db: Path, host: str, port: int) -> None:
+    ui.console.print(f"trajreview dashboard on http://{host}:{port} (database {db})")
+    env = {**os.environ, "TRAJREVIEW_DB": str(db)}
+    from core.paths import REPO_ROOT
+
+    raise typer.Exit(subprocess.call(_streamlit_command(host, port), env=env, cwd=REPO_ROOT))
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8501,
+) -> None:
+    """Serve the dashboard over the database."""
+    from core.paths import default_db_path
+
+    db = ui.db_path(ctx) or default_db_path()
+    with ui.store_from(ctx):  # create/migrate before the app opens it
+        pass
+    _serve(db, host, port)
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    build_only: Annotated[
+        bool, typer.Option("--build-only", help="Build the demo database, do not serve.")
+    ] = False,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild even if the database exists.")] = False,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8501,
+) -> None:
+    """Build a database with illustrative demo data from ../shared/data, then serve it."""
+    from core.demo import DEMO_DB, build_demo
+
+    db = ui.db_path(ctx) or DEMO_DB
+    if rebuild or not db.exists():
+        with ui.progress_bar("building demo database") as progress:
+            summary = build_demo(db, on_progress=progress)
+        for line in summary:
+            ui.console.print(line)
+    if not build_only:
+        _serve(db, host, port)
+
+
+def _register_areas() -> None:
+    # Each area adds its own commands; keeps this file free of area details.
+    from core.cli import metrics, trajectories, wav
+
+    for area in (wav, trajectories, metrics):
+        area.register(app, import_app)
+
+
+_register_areas()
+
+
+def main() -> None:
+    try:
+        app()
+    except TrajreviewError as exc:
+        ui.err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Terminal helpers shared by CLI modules: the store from --db, rich progress, tables."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from core.store import Store, open_store
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+ProgressCallback = Callable[[int, int], None]
+
+
+def db_path(ctx: typer.Context) -> Path | None:
+    return (ctx.obj or {}).get("db")
+
+
+def store_from(ctx: typer.Context, *, read_only: bool = False) -> Store:
+    return open_store(db_path(ctx), read_only=read_only)
+
+
+@contextmanager
+def progress_bar(description: str) -> Iterator[ProgressCallback]:
+    """A rich progress bar driven by a `(done, total)` callback that core functions accept."""
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
+        disable=not err_console.is_terminal,
+    ) as progress:
+        task = progress.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        yield update
+
+
+def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    console.print(table)

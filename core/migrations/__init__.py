@@ -1,0 +1,1 @@
+"""Numbered SQL migrations: NNN_name.sql, applied in order by core.store."""

@@ -1,0 +1,36 @@
+"""Read-only summaries over the store, shared by the CLI and the dashboard."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from core.store import Store
+
+
+def tasks_per_site(store: Store) -> pd.DataFrame:
+    """Task counts per official site key (multi-site tasks are their own bucket), with task types."""
+    return store.query_df(
+        """
+        SELECT site_key,
+               count(*) AS tasks,
+               count(*) FILTER (WHERE task_type = 'retrieve') AS retrieve,
+               count(*) FILTER (WHERE task_type = 'mutate') AS mutate,
+               count(*) FILTER (WHERE task_type = 'navigate') AS navigate,
+               count(*) FILTER (WHERE in_hard_subset) AS hard
+        FROM tasks GROUP BY site_key ORDER BY tasks DESC, site_key
+        """
+    )
+
+
+def runs_overview(store: Store) -> pd.DataFrame:
+    """One row per run: what it is and how much of it there is."""
+    return store.query_df(
+        """
+        SELECT r.name AS run, r.agent, r.model, r.paradigm, r.source_format, r.imported_at,
+               (SELECT count(DISTINCT task_id) FROM trajectories t WHERE t.run = r.name) AS trajectories,
+               (SELECT count(*) FROM evaluations e WHERE e.run = r.name) AS evaluated,
+               (SELECT count(*) FROM evaluations e WHERE e.run = r.name AND e.status = 'success') AS successes,
+               (SELECT count(*) FROM import_problems p WHERE p.run = r.name) AS problems
+        FROM runs r ORDER BY r.imported_at DESC
+        """
+    )

@@ -1,0 +1,223 @@
+"""The one DuckDB file: opening, numbered migrations, transactions, bulk inserts.
+
+Concurrency model (see docs/schema.md, "Concurrency"):
+- one `Store` (one DuckDB connection) per process; every query takes a fresh cursor, because a
+  cursor or a result must never be shared across threads (Streamlit runs each session in a thread);
+- writes are serialized by a process-wide lock and run inside one transaction, so an import lands
+  whole or leaves the file as it was;
+- DuckDB locks a file opened read-write against every other process; opening retries for a while
+  and then fails with a one-line message naming the process that holds the lock.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from core.errors import StoreError
+
+_MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
+_LOCK_HINT = re.compile(r"PID (\d+)")
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """All migrations shipped with this version, as (number, name, sql), in order."""
+    found = []
+    for entry in resources.files("core.migrations").iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), match.group(2), entry.read_text(encoding="utf-8")))
+    found.sort()
+    numbers = [number for number, _, _ in found]
+    if numbers != list(range(1, len(numbers) + 1)):
+        raise StoreError(f"migrations are not numbered 1..n without gaps: {numbers}")
+    return found
+
+
+def latest_version() -> int:
+    return len(migrations())
+
+
+def utcnow() -> datetime:
+    """Naive UTC timestamp, the form every TIMESTAMP column stores."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Store:
+    """One DuckDB database file with the trajreview schema."""
+
+    def __init__(self, path: str | Path, *, read_only: bool = False, lock_timeout_s: float = 10.0):
+        self.path = Path(path)
+        self.read_only = read_only
+        self._write_lock = threading.RLock()
+        if read_only and not self.path.exists():
+            raise StoreError(f"{self.path}: no such database (create it with `trajreview init`)")
+        if not read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._con = self._connect(lock_timeout_s)
+        try:
+            self._migrate()
+        except BaseException:
+            self._con.close()
+            raise
+
+    # -- connection ------------------------------------------------------------------------------
+    def _connect(self, lock_timeout_s: float) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + lock_timeout_s
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.IOException as exc:
+                message = str(exc)
+                if "lock" not in message.lower():
+                    raise StoreError(f"{self.path}: cannot open database: {message.splitlines()[0]}") from exc
+                if time.monotonic() >= deadline:
+                    pid = _LOCK_HINT.search(message)
+                    holder = f" (held by PID {pid.group(1)})" if pid else ""
+                    raise StoreError(
+                        f"{self.path}: database is in use by another process{holder}; stop it or try again"
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+            except duckdb.Error as exc:
+                raise StoreError(
+                    f"{self.path}: not a trajreview database: {str(exc).splitlines()[0]}"
+                ) from exc
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A fresh cursor: use one per query or per thread, never share it."""
+        return self._con.cursor()
+
+    # -- schema ----------------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        cur = self.cursor()
+        exists = cur.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+        ).fetchone()[0]
+        if not exists:
+            return 0
+        return cur.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+
+    def _migrate(self) -> None:
+        current = self.schema_version()
+        available = migrations()
+        latest = len(available)
+        if current > latest:
+            raise StoreError(
+                f"{self.path}: database schema version {current} is newer than this trajreview "
+                f"supports ({latest}); upgrade trajreview"
+            )
+        if current == latest:
+            return
+        if self.read_only:
+            raise StoreError(
+                f"{self.path}: database schema version {current} is older than {latest}; "
+                "open it once read-write (e.g. `trajreview init`) to migrate"
+            )
+        with self.transaction() as cur:
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+            )
+            for number, name, sql in available[current:]:
+                cur.execute(sql)
+                cur.execute("INSERT INTO schema_version VALUES (?, ?, ?)", [number, name, utcnow()])
+
+    def tables(self) -> list[str]:
+        rows = (
+            self.cursor()
+            .execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = 'main' AND table_type = 'BASE TABLE' ORDER BY table_name"
+            )
+            .fetchall()
+        )
+        return [name for (name,) in rows]
+
+    def row_counts(self) -> dict[str, int]:
+        cur = self.cursor()
+        return {t: cur.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in self.tables()}
+
+    # -- writes ----------------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Serialized write transaction: everything inside lands together or not at all."""
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only")
+        with self._write_lock:
+            cur = self.cursor()
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            else:
+                cur.execute("COMMIT")
+            finally:
+                cur.close()
+
+    # -- reads -----------------------------------------------------------------------------------
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+        return self.cursor().execute(sql, params or []).fetchall()
+
+    def query_df(self, sql: str, params: Sequence[Any] | None = None):
+        """Query into a pandas DataFrame (pandas is a core dependency; plotting is not)."""
+        return self.cursor().execute(sql, params or []).df()
+
+    def query_dicts(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        cur = self.cursor().execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def insert_rows(
+    cur: duckdb.DuckDBPyConnection,
+    table: str,
+    rows: Iterable[Mapping[str, Any]] | pa.Table,
+    *,
+    schema: pa.Schema | None = None,
+) -> int:
+    """Bulk-insert rows (dicts with column-name keys, or an Arrow table) into `table`.
+
+    Columns are matched by name, so a row may omit nullable columns. JSON columns take already
+    serialized JSON text. Goes through Arrow: one vectorized INSERT instead of a statement per row.
+    """
+    data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
+    if data.num_rows == 0:
+        return 0
+    view = f"_insert_{table}_{threading.get_ident()}"
+    cur.register(view, data)
+    try:
+        cols = ", ".join(f'"{c}"' for c in data.column_names)
+        cur.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM "{view}"')
+    finally:
+        cur.unregister(view)
+    return data.num_rows
+
+
+def open_store(path: str | Path | None = None, *, read_only: bool = False) -> Store:
+    """Open (creating and migrating if needed) the database at `path` or the default location."""
+    from core.paths import default_db_path
+
+    return Store(path or default_db_path(), read_only=read_only)

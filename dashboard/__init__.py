@@ -1,0 +1,1 @@
+"""The trajreview Streamlit app. Reads and writes only through `core`."""

@@ -1,0 +1,33 @@
+"""Overview: what the database holds — tasks per site and the imported runs."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core import reports
+from dashboard.db import db_path, read
+
+st.title("Overview")
+st.caption(f"Database: `{db_path().name}`")
+
+per_site = read(reports.tasks_per_site)
+if per_site is not None:
+    if per_site.empty:
+        st.info("No tasks loaded yet. Run `trajreview import tasks` to load the 812 WebArena-Verified tasks.")
+    else:
+        total = int(per_site["tasks"].sum())
+        st.metric("Tasks", total)
+        st.subheader("Tasks per site")
+        st.caption(
+            "Multi-site tasks form their own bucket (sorted sites joined with '-'), as the official scorer counts them."
+        )
+        st.bar_chart(per_site.set_index("site_key")[["retrieve", "mutate", "navigate"]], horizontal=True)
+        st.dataframe(per_site, hide_index=True, width="stretch")
+
+runs = read(reports.runs_overview)
+if runs is not None:
+    st.subheader("Runs")
+    if runs.empty:
+        st.info("No runs imported yet. See `trajreview import --help`.")
+    else:
+        st.dataframe(runs, hide_index=True, width="stretch")

@@ -1,0 +1,48 @@
+"""The `trajreview` command as a user runs it: real subprocesses, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def run_cli(*args: str, db=None, check: bool = False) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "core.cli.main"]
+    if db is not None:
+        cmd += ["--db", str(db)]
+    env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, check=check, env=env)
+
+
+def test_init_info_and_import_tasks(tmp_path):
+    db = tmp_path / "cli.duckdb"
+    out = run_cli("init", db=db, check=True).stdout
+    assert "schema version" in out
+    out = run_cli("import", "tasks", "--original", db=db, check=True).stdout
+    assert "webarena-verified: 812 tasks" in out and "webarena-original: 812 tasks" in out
+    info = run_cli("info", db=db, check=True).stdout
+    assert "schema version" in info
+    assert any(line.split("│")[1:3] and "tasks" in line and "812" in line for line in info.splitlines())
+
+
+def test_env_var_selects_database(tmp_path):
+    db = tmp_path / "env.duckdb"
+    env = {**os.environ, "TRAJREVIEW_DB": str(db)}
+    subprocess.run([sys.executable, "-m", "core.cli.main", "init"], env=env, check=True, capture_output=True)
+    assert db.exists()
+
+
+def test_bad_input_exits_nonzero_with_one_line(tmp_path):
+    db = tmp_path / "cli.duckdb"
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    result = run_cli("import", "tasks", str(bad), db=db)
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and str(bad) in lines[0] and "Traceback" not in result.stderr
+
+
+def test_info_on_missing_database_is_one_line_error(tmp_path):
+    result = run_cli("info", db=tmp_path / "none.duckdb")
+    assert result.returncode != 0 and "no such database" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,120 @@
+"""Schema creation, migration, version guard, transactions, locking."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import duckdb
+import pytest
+
+from core import store as store_module
+from core.errors import StoreError
+from core.store import Store, insert_rows, latest_version, migrations
+
+CONTRACT_TABLES = {
+    "tasks", "runs", "trajectories", "steps", "network_events", "evaluations", "evaluator_results",
+    "gold_sets", "gold_steps", "judgments", "metrics", "annotations", "schema_version",
+}  # fmt: skip
+
+
+def test_new_file_gets_every_contract_table(tmp_path):
+    with Store(tmp_path / "a.duckdb") as s:
+        assert set(s.tables()) >= CONTRACT_TABLES
+        assert s.schema_version() == latest_version()
+        versions = s.query("SELECT version, name FROM schema_version ORDER BY version")
+        assert [v for v, _ in versions] == list(range(1, latest_version() + 1))
+
+
+def test_runs_paradigm_is_constrained(store):
+    with pytest.raises(duckdb.ConstraintException), store.transaction() as cur:
+        cur.execute(
+            "INSERT INTO runs (name, paradigm, source_format, source_path, imported_at) "
+            "VALUES ('r', 'telepathy', 'jsonl', 'x', now())"
+        )
+
+
+def test_older_file_is_migrated(tmp_path, monkeypatch):
+    path = tmp_path / "old.duckdb"
+    shipped = migrations()
+    monkeypatch.setattr(store_module, "migrations", lambda: shipped[:1])
+    with Store(path) as s:
+        assert s.schema_version() == 1
+    # The code now ships every migration plus one more than the file has.
+    extra = (len(shipped) + 1, "test_extra", "CREATE TABLE test_extra (x INTEGER);")
+    monkeypatch.setattr(store_module, "migrations", lambda: [*shipped, extra])
+    with Store(path) as s:
+        assert s.schema_version() == extra[0]
+        assert CONTRACT_TABLES | {"test_extra"} <= set(s.tables())
+
+
+def test_newer_file_is_refused(tmp_path):
+    path = tmp_path / "new.duckdb"
+    with Store(path) as s, s.transaction() as cur:
+        cur.execute("INSERT INTO schema_version VALUES (999, 'future', now())")
+    with pytest.raises(StoreError, match="newer than this trajreview supports"):
+        Store(path)
+
+
+def test_read_only_open_of_missing_file_is_one_line_error(tmp_path):
+    with pytest.raises(StoreError, match="no such database"):
+        Store(tmp_path / "missing.duckdb", read_only=True)
+
+
+def test_not_a_database_is_one_line_error(tmp_path):
+    path = tmp_path / "junk.duckdb"
+    path.write_bytes(b"this is not duckdb" * 100)
+    with pytest.raises(StoreError) as info:
+        Store(path)
+    assert "\n" not in str(info.value)
+
+
+def test_transaction_rolls_back_whole(store):
+    with pytest.raises(RuntimeError), store.transaction() as cur:
+        insert_rows(
+            cur, "import_problems", [{"run": "r", "kind": "k", "message": "m", "recorded_at": "2026-01-01"}]
+        )
+        raise RuntimeError("boom")
+    assert store.query("SELECT count(*) FROM import_problems")[0][0] == 0
+
+
+def test_insert_rows_matches_columns_by_name(store):
+    with store.transaction() as cur:
+        n = insert_rows(
+            cur,
+            "import_problems",
+            [
+                {"message": "m1", "kind": "k", "run": "r", "recorded_at": "2026-01-01", "task_id": 3},
+                {"message": "m2", "kind": "k", "run": "r", "recorded_at": "2026-01-01", "task_id": None},
+            ],
+        )
+    assert n == 2
+    assert store.query("SELECT task_id, message FROM import_problems ORDER BY message") == [
+        (3, "m1"),
+        (None, "m2"),
+    ]
+
+
+def test_second_process_gets_clear_lock_error(tmp_path):
+    path = tmp_path / "locked.duckdb"
+    Store(path).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time, duckdb
+            con = duckdb.connect({str(path)!r})
+            print("ready", flush=True)
+            sys.stdin.read()
+        """)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreError, match="in use by another process"):
+            Store(path, read_only=True, lock_timeout_s=0.3)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    # Once released, the file opens again.
+    with Store(path, read_only=True) as s:
+        assert s.schema_version() == latest_version()
