@@ -12,11 +12,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 st.set_page_config(page_title="trajreview", page_icon=":material/fact_check:", layout="wide")
 
-PAGES = Path(__file__).parent / "pages"
+VIEWS = Path(__file__).parent / "views"
 navigation = st.navigation(
     [
         st.Page(
-            PAGES / "overview.py",
+            VIEWS / "overview.py",
             title="Overview",
             icon=":material/dashboard:",
             url_path="overview",

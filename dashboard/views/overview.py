@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core import reports
+from dashboard.charts import tasks_per_site
 from dashboard.db import db_path, read
 
 st.title("Overview")
@@ -21,7 +22,7 @@ if per_site is not None:
         st.caption(
             "Multi-site tasks form their own bucket (sorted sites joined with '-'), as the official scorer counts them."
         )
-        st.bar_chart(per_site.set_index("site_key")[["retrieve", "mutate", "navigate"]], horizontal=True)
+        st.plotly_chart(tasks_per_site(per_site), width="stretch")
         st.dataframe(per_site, hide_index=True, width="stretch")
 
 runs = read(reports.runs_overview)

@@ -1,0 +1,102 @@
+"""The dashboard in a real browser (Debian chromium through Playwright), served as a user runs it.
+
+Also checks the two-process case of the DuckDB lock: the CLI writes to the file the running dashboard
+reads, and neither side fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic",
+]  # fmt: skip
+
+pytestmark = pytest.mark.browser
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):
+        raise RuntimeError("chromium is missing in CI: .ci/run must install Debian's chromium")
+    pytest.skip("Debian chromium not installed (apt-get install chromium)", allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def served(tasks_db, tmp_path):
+    db = tmp_path / "served.duckdb"
+    shutil.copy(tasks_db, db)
+    port = _free_port()
+    env = {**os.environ, "TRAJREVIEW_DB": str(db)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail(f"dashboard did not start: {proc.stdout.read().decode(errors='replace')[-2000:]}")
+    yield url, db
+    os.killpg(proc.pid, 15)
+    proc.wait(timeout=20)
+
+
+def _wait_rendered(page) -> None:
+    page.wait_for_selector("h1", timeout=60_000)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000
+    )
+
+
+def test_overview_in_chromium_while_cli_writes(served, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url, db = served
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            _wait_rendered(page)
+            assert page.locator("h1").first.inner_text().strip() == "Overview"
+            page.get_by_text("812").first.wait_for(timeout=30_000)
+            assert page.get_by_text("Page not found").count() == 0
+            page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
+
+            # A second process writes to the same file while the dashboard serves it.
+            env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
+            write = subprocess.run(
+                [sys.executable, "-m", "core.cli.main", "--db", str(db), "import", "tasks", "--original"],
+                capture_output=True, text=True, env=env, timeout=120,
+            )  # fmt: skip
+            assert write.returncode == 0, write.stderr
+
+            page.reload()
+            _wait_rendered(page)
+            page.get_by_text("812").first.wait_for(timeout=30_000)
+            assert page.locator("[data-testid='stException']").count() == 0
+        finally:
+            browser.close()
