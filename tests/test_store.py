@@ -118,3 +118,32 @@ def test_second_process_gets_clear_lock_error(tmp_path):
     # Once released, the file opens again.
     with Store(path, read_only=True) as s:
         assert s.schema_version() == latest_version()
+
+
+def test_threads_share_one_store_without_losing_writes(store):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def write(thread: int) -> None:
+        for i in range(25):
+            with store.transaction() as cur:
+                insert_rows(
+                    cur,
+                    "import_problems",
+                    [
+                        {
+                            "run": f"t{thread}",
+                            "task_id": i,
+                            "kind": "k",
+                            "message": "m",
+                            "recorded_at": "2026-01-01",
+                        }
+                    ],
+                )
+            # Reads from other threads run on their own cursors meanwhile.
+            store.query("SELECT count(*) FROM import_problems")
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(write, range(4)))
+    assert store.query("SELECT run, count(*) FROM import_problems GROUP BY run ORDER BY run") == [
+        (f"t{t}", 25) for t in range(4)
+    ]
