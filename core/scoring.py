@@ -1,0 +1,453 @@
+"""Official WebArena-Verified scoring of parsed runs, with explanations, into `evaluations`.
+
+We never re-implement an evaluator: each task goes through the installed engine's `evaluate_task`.
+What we add is speed (one `WebArenaVerified` per process, traces parsed once and handed over as a
+prebuilt `NetworkTrace`, both cores), storage, and a sentence per failing evaluator
+(`core.explanations`) with the trace event it matched or the nearest one.
+
+Only a few engine internals are touched, and only to *locate* events for explanations, never to decide
+a status: the evaluator's own filter/normalise steps (pinned engine version, see pyproject).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, Field, ValidationError
+
+from core import explanations
+from core.errors import InputError
+from core.store import Store, insert_rows, utcnow
+
+SOURCE = "webarena-verified"
+ENGINE_LOGGER = "WebArena-Verified"
+
+# Tasks whose own expected answer the engine rejects under webarena-verified 1.2.3: they cannot pass,
+# whatever the agent does. Evidence and the derivation: docs/cannot-pass.md; re-derived by
+# tests/test_scoring_store.py::test_cannot_pass_set_is_rederived.
+CANNOT_PASS: frozenset[int] = frozenset()
+
+ProgressCallback = Callable[[int, int], None]
+Status = Literal["success", "failure", "error"]
+
+# Inputs per pool job: small enough for a smooth progress bar, large enough to amortise pickling.
+_CHUNK = 16
+
+
+class ScoringInput(BaseModel):
+    """One task of a run as the engine needs it: the raw response text and the HAR entries."""
+
+    task_id: int
+    agent_response: str | None
+    har_entries: list[dict]
+
+
+class EvaluatorScore(BaseModel):
+    """An `evaluator_results` row without `run`. JSON columns hold serialised JSON text."""
+
+    idx: int
+    evaluator: str
+    status: Status
+    score: float | None
+    assertions: str | None = None
+    expected: str | None = None
+    actual: str | None = None
+    expected_normalized: str | None = None
+    actual_normalized: str | None = None
+    error: str | None = None
+    explanation: str | None = None
+    matched_event_seq: int | None = None
+    nearest_event_seq: int | None = None
+
+
+class TaskScore(BaseModel):
+    """An `evaluations` row without `run`, its evaluator rows, and the official per-task result."""
+
+    task_id: int
+    status: Status
+    score: float | None
+    source: str = SOURCE
+    engine_version: str | None = None
+    evaluator_checksum: str | None = None
+    data_checksum: str | None = None
+    error: str | None = None
+    explanation: str | None = None
+    cannot_pass: bool = False
+    evaluator_results: list[EvaluatorScore] = Field(default_factory=list)
+    # `TaskEvalResult.model_dump(mode="json", exclude_none=True)`: what the official CLI writes.
+    eval_result: dict[str, Any]
+
+
+# -- configuration --------------------------------------------------------------------------------
+def load_config(config: Path | dict | None) -> dict | None:
+    """Validate an environment config (file, mapping or None) and return it as plain JSON data.
+
+    Plain data crosses process boundaries; each worker builds its own engine config from it.
+    """
+    from webarena_verified.types.config import WebArenaVerifiedConfig
+
+    if config is None:
+        return None
+    if isinstance(config, (str, Path)):
+        path = Path(config)
+        try:
+            raw = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            raise InputError(path, "no such config file") from None
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise InputError(path, f"not a JSON config: {str(exc).splitlines()[0]}") from None
+        source: str | Path = path
+    else:
+        raw, source = config, "config"
+    if not isinstance(raw, dict):
+        raise InputError(source, "config must be a JSON object")
+    try:
+        return WebArenaVerifiedConfig.model_validate(raw).model_dump(mode="json")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "config"
+        raise InputError(source, f"invalid webarena-verified config at {where}: {first['msg']}") from None
+
+
+# -- the per-process engine -----------------------------------------------------------------------
+class _Engine:
+    """One `WebArenaVerified` (dataset loaded once) and the task configs it scores against."""
+
+    def __init__(self, config: dict | None):
+        from webarena_verified.api.webarena_verified import WebArenaVerified
+        from webarena_verified.types.config import WebArenaVerifiedConfig
+
+        # The engine logs every auto-corrected config and every failing evaluator with a traceback;
+        # results carry the same information, so keep terminals and workers quiet.
+        logging.getLogger(ENGINE_LOGGER).setLevel(logging.CRITICAL)
+        cfg = WebArenaVerifiedConfig.model_validate(config) if config is not None else None
+        self.wa = WebArenaVerified(config=cfg)
+
+    def score(self, item: ScoringInput) -> TaskScore:
+        from webarena_verified.types.eval import TaskEvalContext
+
+        trace = _network_trace(item.har_entries)
+        result = self.wa.evaluate_task(
+            task_id=item.task_id,
+            agent_response=item.agent_response,
+            # A trace we could not build goes in raw, so the engine reports the error itself.
+            network_trace=trace if trace is not None else item.har_entries,
+        )
+        official = result.model_dump(mode="json", exclude_none=True)
+        context = None
+        if trace is not None:
+            try:
+                task = self.wa.get_task(item.task_id)
+                context = TaskEvalContext(
+                    task=task,
+                    agent_response_raw=item.agent_response,
+                    network_trace=trace,
+                    config=self.wa.config,
+                )
+                context = context.model_copy(
+                    update={"config": self.wa._evaluator._validate_config_for_eval(context=context)}
+                )
+            except Exception:  # the engine already reported the problem as an error result
+                context = None
+        return _task_score(item.task_id, official, context, trace)
+
+
+def _network_trace(entries: list[dict]):
+    """A `NetworkTrace` built exactly as `NetworkTrace.from_har` builds it, minus the file read."""
+    from webarena_verified.types.tracing import NetworkEvent, NetworkTrace
+
+    try:
+        if not entries:
+            return None
+        events = tuple(NetworkEvent(data=MappingProxyType(entry)) for entry in entries)
+    except Exception:
+        return None
+    return NetworkTrace.model_construct(is_playwright=False, src_file=Path("<parsed>"), events=events)
+
+
+@lru_cache(maxsize=4)
+def _engine_for(config_json: str) -> _Engine:
+    # One engine per process and config; keyed by JSON text because dicts are not hashable.
+    return _Engine(orjson.loads(config_json))
+
+
+_WORKER_ENGINE: _Engine | None = None
+
+
+def _init_worker(config: dict | None) -> None:
+    global _WORKER_ENGINE
+    _WORKER_ENGINE = _Engine(config)
+
+
+def _score_chunk(chunk: list[ScoringInput]) -> list[TaskScore]:
+    assert _WORKER_ENGINE is not None, "worker not initialised"
+    return [_WORKER_ENGINE.score(item) for item in chunk]
+
+
+def score_inputs(
+    inputs: Sequence[ScoringInput],
+    *,
+    config: Path | dict | None = None,
+    workers: int = 2,
+    on_progress: ProgressCallback | None = None,
+) -> list[TaskScore]:
+    """Score tasks with the official engine; results in input order.
+
+    `workers=1` scores in this process; more use a process pool whose workers each build their
+    engine once. A bad config raises `InputError` before any work; a bad task gives status `error`.
+    """
+    config_data = load_config(config)
+    total = len(inputs)
+    progress = on_progress or (lambda done, total: None)
+    progress(0, total)
+    if total == 0:
+        return []
+    chunks = [list(inputs[i : i + _CHUNK]) for i in range(0, total, _CHUNK)]
+    if workers <= 1 or len(chunks) == 1:
+        engine = _engine_for(orjson.dumps(config_data).decode())
+        scores: list[TaskScore] = []
+        for item in inputs:
+            scores.append(engine.score(item))
+            progress(len(scores), total)
+        return scores
+    results: list[list[TaskScore] | None] = [None] * len(chunks)
+    done = 0
+    # spawn: never fork a process that holds a DuckDB connection and its threads.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        max_workers=min(workers, len(chunks)),
+        mp_context=context,
+        initializer=_init_worker,
+        initargs=(config_data,),
+    ) as pool:
+        futures = {pool.submit(_score_chunk, chunk): i for i, chunk in enumerate(chunks)}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            done += len(chunks[futures[future]])
+            progress(done, total)
+    return [score for chunk in results for score in chunk or ()]
+
+
+# -- turning engine results into rows ---------------------------------------------------------------
+def _json(value: Any) -> str | None:
+    if value is None:
+        return None
+    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _task_score(task_id: int, official: dict, context, trace) -> TaskScore:
+    status: Status = (
+        official["status"] if official["status"] in ("success", "failure", "error") else "failure"
+    )
+    task_cfgs = context.task.eval if context is not None else ()
+    seq_of = {id(event): seq for seq, event in enumerate(trace.events)} if trace is not None else {}
+    rows = []
+    for idx, er_json in enumerate(official["evaluators_results"]):
+        cfg = task_cfgs[idx] if idx < len(task_cfgs) else None
+        rows.append(_evaluator_row(idx, er_json, cfg, context, seq_of))
+    # An evaluator that errored leaves the task's own error_msg empty: surface the first one.
+    error = official.get("error_msg") or next((r.error for r in rows if r.error), None)
+    return TaskScore(
+        task_id=task_id,
+        status=status,
+        score=None if status == "error" else float(official["score"]),
+        engine_version=official.get("webarena_verified_version"),
+        evaluator_checksum=official.get("webarena_verified_evaluator_checksum"),
+        data_checksum=official.get("webarena_verified_data_checksum"),
+        error=error,
+        explanation=explanations.task_sentence(status, [r.explanation for r in rows if r.explanation], error),
+        cannot_pass=task_id in CANNOT_PASS,
+        evaluator_results=rows,
+        eval_result=official,
+    )
+
+
+def _evaluator_row(idx: int, er: dict, cfg, context, seq_of: dict[int, int]) -> EvaluatorScore:
+    status: Status = er["status"] if er["status"] in ("success", "failure", "error") else "failure"
+    expected_raw = cfg.expected.model_dump(mode="json", exclude_none=True) if cfg is not None else None
+    row = EvaluatorScore(
+        idx=idx,
+        evaluator=er["evaluator_name"],
+        status=status,
+        score=None if status == "error" else er.get("score"),
+        assertions=_json(er.get("assertions")),
+        expected=_json(expected_raw),
+        actual=_json(er.get("actual")),
+        expected_normalized=_json(er.get("expected")),
+        actual_normalized=_json(er.get("actual_normalized")),
+        error=er.get("error_msg"),
+    )
+    try:
+        if er["evaluator_name"] == "NetworkEventEvaluator" and cfg is not None and context is not None:
+            _locate_network_events(row, er, cfg, context, seq_of)
+        elif status != "success":
+            row.explanation = explanations.explain_evaluator(er)
+    except Exception as exc:  # an explanation must never cost a score
+        row.explanation = explanations.fallback(er, exc)
+    return row
+
+
+def _locate_network_events(row: EvaluatorScore, er: dict, cfg, context, seq_of: dict[int, int]) -> None:
+    """Find the event a network evaluator matched, or the nearest one, and explain a failure."""
+    from webarena_verified.core.evaluation.evaluators.network_event_evaluator import NetworkEventEvaluator
+
+    if er["status"] == "error":
+        row.explanation = explanations.explain_evaluator(er)
+        return
+    evaluator = NetworkEventEvaluator()
+    expected_norm = evaluator._normalized_expected_value(cfg.expected, config=cfg, context=context)
+    candidates: list[explanations.Candidate] = []
+    if er.get("actual"):  # the engine found events passing its method/path/referer filter
+        events = evaluator._filter_events_by_criteria(context.network_trace.evaluation_events, context, cfg)
+        if cfg.last_event_only:
+            events = events[-1:]
+        for event in events:
+            data = evaluator._extract_event_data(event, cfg, context)
+            actual = evaluator._normalized_actual_value([data], expected_norm, config=cfg, context=context)[0]
+            mismatch = evaluator.value_comparator.compare(
+                actual=actual,
+                expected=expected_norm,
+                ordered=False,
+                value_name="network_event",
+                ignore_extra_keys=True,
+            )
+            candidates.append(
+                explanations.Candidate(
+                    seq=seq_of.get(id(event), -1),
+                    normalized=_as_reported(actual),
+                    matches=not mismatch,
+                )
+            )
+    matched = next((c for c in candidates if c.matches), None)
+    if cfg.should_not_exist:
+        row.matched_event_seq = candidates[0].seq if candidates else None
+    elif matched is not None:
+        row.matched_event_seq = matched.seq
+    if er["status"] == "success":
+        return
+    expected_json = er.get("expected")
+    if not isinstance(expected_json, dict):
+        expected_json = _as_reported(expected_norm)
+    briefs = _event_briefs(context, seq_of)
+    navigate_last = bool(context.task.is_navigate_task and cfg.expected.http_method == "GET")
+    explained = explanations.explain_network(
+        expected=expected_json,
+        candidates=candidates,
+        events=briefs,
+        should_not_exist=bool(cfg.should_not_exist),
+        navigate_last=navigate_last,
+    )
+    row.explanation = explained.sentence
+    row.nearest_event_seq = explained.nearest_seq
+
+
+def _as_reported(normalized: Any) -> Any:
+    """A normalised value serialised exactly as the engine reports `actual_normalized`."""
+    from webarena_verified.types.eval import EvaluatorResult
+
+    holder = EvaluatorResult(evaluator_name="-", status="success", score=1.0, actual_normalized=normalized)
+    return holder.model_dump(mode="json")["actual_normalized"]
+
+
+def _event_briefs(context, seq_of: dict[int, int]) -> list[explanations.EventBrief]:
+    """The trace's evaluation events, URLs shown with site placeholders as the task writes them."""
+    briefs = []
+    sites = context.task.sites
+    for event in context.network_trace.evaluation_events:
+        try:
+            url = event.url
+            try:
+                shown = context.config.derender_url(url, sites=sites, strict=False)
+            except Exception:
+                shown = url
+            briefs.append(
+                explanations.EventBrief(
+                    seq=seq_of.get(id(event), -1),
+                    method=str(event.http_method).upper(),
+                    url=shown if isinstance(shown, str) else url,
+                    status=event.request_status if isinstance(event.request_status, int) else None,
+                    is_navigation=event.is_navigation_event,
+                )
+            )
+        except Exception:  # a malformed entry: the engine judged it; we just cannot point at it
+            continue
+    return briefs
+
+
+# -- storage ----------------------------------------------------------------------------------------
+def write_scores(cur, run: str, scores: Sequence[TaskScore]) -> None:
+    """Replace the run's evaluations and evaluator results (inside the caller's transaction)."""
+    cur.execute("DELETE FROM evaluator_results WHERE run = ?", [run])
+    cur.execute("DELETE FROM evaluations WHERE run = ?", [run])
+    now = utcnow()
+    task_rows, evaluator_rows = [], []
+    for s in scores:
+        row = s.model_dump(exclude={"evaluator_results", "eval_result"})
+        task_rows.append({"run": run, **row, "evaluated_at": now})
+        evaluator_rows.extend(
+            {"run": run, "task_id": s.task_id, **r.model_dump()} for r in s.evaluator_results
+        )
+    insert_rows(cur, "evaluations", task_rows)
+    insert_rows(cur, "evaluator_results", evaluator_rows)
+
+
+def evaluate_run(
+    store: Store,
+    run: str,
+    *,
+    config: Path | dict | None = None,
+    workers: int = 2,
+    on_progress: ProgressCallback | None = None,
+) -> list[TaskScore]:
+    """Re-score a stored run from its agent responses and its original HAR files.
+
+    Traces come from re-reading `runs.source_path` (the stored network events are a redacted view,
+    not the engine's input). The config defaults to the run's stored environment config.
+    """
+    found = store.query("SELECT source_path, config FROM runs WHERE name = ?", [run])
+    if not found:
+        raise InputError(run, "no such run in the database")
+    source_path, run_config = found[0]
+    if config is None and run_config:
+        stored = orjson.loads(run_config)
+        config = stored if isinstance(stored, dict) and stored.get("environments") else None
+    responses = dict(store.query("SELECT task_id, raw_text FROM agent_responses WHERE run = ?", [run]))
+    inputs = [
+        ScoringInput.model_construct(task_id=task_id, agent_response=responses[task_id], har_entries=entries)
+        for task_id, entries in _read_run_traces(Path(source_path), sorted(responses))
+    ]
+    scores = score_inputs(inputs, config=config, workers=workers, on_progress=on_progress)
+    with store.transaction() as cur:
+        write_scores(cur, run, scores)
+    return scores
+
+
+def _read_run_traces(root: Path, task_ids: list[int]) -> list[tuple[int, list[dict]]]:
+    """HAR entries per task of an official run directory (`<root>/<task_id>/network.har`)."""
+    if not root.is_dir():
+        raise InputError(root, "run directory not found; re-import the run or pass its new location")
+    try:
+        from core.har import load_har_entries
+    except ImportError:  # part A's loader not there yet
+        load_har_entries = _load_har_entries_fallback
+    out = []
+    for task_id in task_ids:
+        path = root / str(task_id) / "network.har"
+        try:
+            entries = load_har_entries(path)
+        except Exception:  # missing or broken: the engine scores it as an error, like the official CLI
+            entries = []
+        out.append((task_id, entries))
+    return out
+
+
+def _load_har_entries_fallback(path: Path) -> list[dict]:
+    return orjson.loads(path.read_bytes())["log"]["entries"]
