@@ -391,7 +391,7 @@ def write_scores(cur, run: str, scores: Sequence[TaskScore]) -> None:
     task_rows, evaluator_rows = [], []
     for s in scores:
         row = s.model_dump(exclude={"evaluator_results", "eval_result"})
-        task_rows.append({"run": run, **row, "evaluated_at": now})
+        task_rows.append({"run": run, **row, "eval_result": _json(s.eval_result), "evaluated_at": now})
         evaluator_rows.extend(
             {"run": run, "task_id": s.task_id, **r.model_dump()} for r in s.evaluator_results
         )

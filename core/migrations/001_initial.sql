@@ -116,8 +116,9 @@ CREATE TABLE evaluations (                 -- key (run, task_id)
     evaluator_checksum  VARCHAR,
     data_checksum       VARCHAR,
     error               VARCHAR,
-    explanation         VARCHAR,           -- one sentence for the whole task (first failing evaluator)
+    explanation         VARCHAR,           -- one sentence for the whole task (failing evaluators joined)
     cannot_pass         BOOLEAN NOT NULL DEFAULT FALSE,
+    eval_result         JSON,              -- the official per-task TaskEvalResult (what export writes)
     evaluated_at        TIMESTAMP NOT NULL
 );
 
