@@ -72,6 +72,8 @@ class TrajectoryRecord(BaseModel):
     termination_detail: str | None = None
     plan: list[str] | None = None
     goal: str | None = None
+    # The task config the source recorded for this attempt (a render file's header), JSON-able.
+    task_config: Any = None
     source_path: str | None = None
     started_at: Any = None
     elapsed_s: float | None = None
@@ -134,6 +136,7 @@ def write_trajectories(
                 "final_answer": t.final_answer, "reward": t.reward, "success": t.success,
                 "termination": t.termination, "termination_detail": t.termination_detail,
                 "plan": None if t.plan is None else orjson.dumps(t.plan).decode(), "goal": t.goal,
+                "task_config": None if t.task_config is None else orjson.dumps(t.task_config).decode(),
                 "source_path": t.source_path, "started_at": t.started_at, "elapsed_s": t.elapsed_s,
             }
         )  # fmt: skip

@@ -156,6 +156,7 @@ CREATE TABLE trajectories (                -- key (run, task_id, episode)
     termination_detail  VARCHAR,
     plan                JSON,
     goal                VARCHAR,
+    task_config         JSON,              -- task config as the source recorded it (render header)
     source_path         VARCHAR,
     started_at          TIMESTAMP,
     elapsed_s           DOUBLE
@@ -284,7 +285,12 @@ CREATE TABLE metrics (                     -- key (run, task_id, gold_set, judge
     answer_category     VARCHAR,           -- na_answer | produced_answer | early_stop
     approximate         BOOLEAN NOT NULL DEFAULT FALSE,
     unresolved_pairs    INTEGER NOT NULL DEFAULT 0,
-    computed_at         TIMESTAMP NOT NULL
+    computed_at         TIMESTAMP NOT NULL,
+    missed_gold         INTEGER,           -- gold steps skipped or left when RR walked the trajectory
+    n_requirements      INTEGER,           -- requirements of the task (PSR denominator)
+    reward              DOUBLE,            -- the source's raw reward
+    termination         VARCHAR,           -- trajectories.termination
+    null_reasons        JSON               -- {metric: reason} for every NULL metric
 );
 
 -- Reviewer annotations: append-only (the store offers no update or delete) ------------------------
