@@ -44,7 +44,7 @@ def readable(action: ParsedAction) -> str:
     target = (
         " ".join(p for p in (action.element_role, _quoted(action.element_label)) if p)
         if (action.element_label)
-        else (f"element [{action.element_id}]" if action.element_id else "")
+        else (f"{action.element_role or 'element'} [{action.element_id}]" if action.element_id else "")
     )
     verb = action.verb
     if verb in ("click", "dblclick", "hover", "focus", "clear", "check"):

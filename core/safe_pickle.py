@@ -1,0 +1,262 @@
+"""A restricted unpickler for hostile pickles (BrowserGym/AgentLab step files, exp_args.pkl).
+
+`find_class` never imports anything and never returns a real callable that could act on the world:
+every global a pickle names becomes an inert stand-in class (`Inert`) whose instances only collect
+their constructor arguments and state as plain data. REDUCE, NEWOBJ, BUILD, APPEND(S), SETITEM(S)
+on stand-ins just record what they were given. A handful of harmless value types (datetime, sets,
+OrderedDict, complex) are rebuilt for real because their constructors only build values. numpy arrays
+keep their shape and dtype and drop their bytes (screenshots come from the PNG files).
+
+So a pickle whose `__reduce__` names `os.system` yields an `Inert` named `os.system` holding the
+command string as data; nothing runs. `pickle.load`/`pickle.loads` are never called on user files.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import gc
+import io
+import pickle
+import zlib
+from pathlib import Path
+from typing import Any
+
+# Decompressed-size cap per file: real step pickles are about 1 MB; a gzip bomb stops here.
+MAX_DECOMPRESSED_BYTES = 512 * 1024 * 1024
+
+# Value types whose constructors only build values from their arguments: rebuilt for real.
+_SAFE_TYPES: dict[tuple[str, str], type] = {
+    ("datetime", "datetime"): datetime.datetime,
+    ("datetime", "date"): datetime.date,
+    ("datetime", "time"): datetime.time,
+    ("datetime", "timedelta"): datetime.timedelta,
+    ("collections", "OrderedDict"): collections.OrderedDict,
+    ("builtins", "set"): set,
+    ("builtins", "frozenset"): frozenset,
+    ("builtins", "complex"): complex,
+    ("__builtin__", "set"): set,
+    ("__builtin__", "frozenset"): frozenset,
+}
+
+_NUMPY_RECONSTRUCT = frozenset({"numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct"})
+_NUMPY_DTYPE = "numpy.dtype"
+# Raw byte payloads kept inside stand-in state beyond this size are replaced by their length.
+_MAX_KEPT_BYTES = 4096
+
+
+class SafePickleError(Exception):
+    """The data is not a readable pickle (corrupt, truncated, or not a pickle at all)."""
+
+
+class Inert:
+    """Stand-in for an object of a class we refuse to import. Holds plain data only.
+
+    `qualname` is the dotted name the pickle gave (e.g. `browsergym.experiments.loop.StepInfo`);
+    `args` the constructor/call arguments; `state` what BUILD set; `items`/`mapping` what
+    APPEND(S)/SETITEM(S) added.
+    """
+
+    __slots__ = ("args", "state", "items", "mapping")
+    qualname = "?"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Inert:
+        obj = object.__new__(cls)
+        obj.args = args + ((kwargs,) if kwargs else ())
+        obj.state = None
+        obj.items = []
+        obj.mapping = {}
+        return obj
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass  # everything was recorded by __new__
+
+    # BUILD: record the state; numpy arrays keep only their metadata.
+    def __setstate__(self, state: Any) -> None:
+        if self.qualname in _NUMPY_RECONSTRUCT and isinstance(state, tuple) and len(state) >= 3:
+            self.state = {"shape": state[1], "dtype": _dtype_name(state[2])}
+        elif isinstance(state, bytes | bytearray) and len(state) > _MAX_KEPT_BYTES:
+            self.state = {"bytes": len(state)}
+        else:
+            self.state = state
+
+    # REDUCE on a stand-in instance (e.g. the result of `getattr(EnvArgs, 'x')` called later).
+    def __call__(self, *args: Any, **kwargs: Any) -> Inert:
+        call = _stand_in_class(f"{self.qualname}()")
+        result = call.__new__(call, self, *args, **kwargs)
+        return result
+
+    def append(self, item: Any) -> None:
+        self.items.append(item)
+
+    def extend(self, items: Any) -> None:
+        self.items.extend(items)
+
+    def add(self, item: Any) -> None:
+        self.items.append(item)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        try:
+            self.mapping[key] = value
+        except TypeError:  # unhashable key from a hostile pickle: keep it as a pair
+            self.items.append((key, value))
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The object's attributes as a dict: dict state, (dict, slots) state and set items merged."""
+        out: dict[str, Any] = {}
+        state = self.state
+        if (
+            isinstance(state, tuple)
+            and len(state) == 2
+            and all(s is None or isinstance(s, dict) for s in state)
+        ):
+            for part in state:
+                out.update(part or {})
+        elif isinstance(state, dict):
+            out.update(state)
+        out.update({k: v for k, v in self.mapping.items() if isinstance(k, str)})
+        return out
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.fields.get(key, default)
+
+    def __repr__(self) -> str:
+        return f"<inert {self.qualname}>"
+
+
+def _dtype_name(dtype: Any) -> str:
+    if isinstance(dtype, Inert) and dtype.args and isinstance(dtype.args[0], str):
+        order = dtype.state[1] if isinstance(dtype.state, tuple) and len(dtype.state) > 1 else ""
+        return f"{order if order in ('<', '>') else ''}{dtype.args[0]}"
+    return str(dtype)
+
+
+def _stand_in_class(qualname: str) -> type[Inert]:
+    # A fresh subclass per name: NEWOBJ needs a real type, and the name is kept as data.
+    return type("Inert", (Inert,), {"__slots__": (), "qualname": qualname})
+
+
+def _reconstructor(cls: Any, base: Any = None, state: Any = None, *rest: Any) -> Any:
+    """copyreg._reconstructor / __newobj__ stand-in: make an inert instance of a stand-in class."""
+    if isinstance(cls, type) and issubclass(cls, Inert):
+        obj = cls.__new__(cls)
+        if state is not None:
+            obj.__setstate__(state)
+        return obj
+    generic = _stand_in_class("copyreg._reconstructor")
+    return generic.__new__(generic, cls, base, state, *rest)
+
+
+def _newobj(cls: Any, *args: Any) -> Any:
+    if isinstance(cls, type) and issubclass(cls, Inert):
+        return cls.__new__(cls, *args)
+    generic = _stand_in_class("copyreg.__newobj__")
+    return generic.__new__(generic, cls, *args)
+
+
+_COPYREG = {
+    ("copyreg", "_reconstructor"): _reconstructor,
+    ("copy_reg", "_reconstructor"): _reconstructor,
+    ("copyreg", "__newobj__"): _newobj,
+    ("copy_reg", "__newobj__"): _newobj,
+}
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """`find_class` returns stand-ins or whitelisted value types; it never imports a module."""
+
+    def __init__(self, file: Any) -> None:
+        super().__init__(file)
+        self._classes: dict[str, type[Inert]] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        key = (str(module), str(name))
+        if key in _SAFE_TYPES:
+            return _SAFE_TYPES[key]
+        if key in _COPYREG:
+            return _COPYREG[key]
+        qualname = f"{key[0]}.{key[1]}"
+        cls = self._classes.get(qualname)
+        if cls is None:
+            cls = self._classes[qualname] = _stand_in_class(qualname)
+        return cls
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("persistent ids are not supported")
+
+
+def loads(data: bytes) -> Any:
+    """Unpickle untrusted bytes into plain data and `Inert` stand-ins. Raises SafePickleError."""
+    # The cyclic GC only slows the millions of small containers a step builds; none forms a cycle.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return RestrictedUnpickler(io.BytesIO(data)).load()
+    except Exception as exc:  # a hostile pickle may raise anything from the opcodes it uses
+        raise SafePickleError(f"not a readable pickle ({type(exc).__name__}: {_first_line(exc)})") from None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Decompress a gzip stream; a stream cut before its end raises SafePickleError (truncated)."""
+    d = zlib.decompressobj(wbits=31)
+    try:
+        out = d.decompress(data, limit)
+    except zlib.error as exc:
+        raise SafePickleError(f"not a gzip file ({_first_line(exc)})") from None
+    if d.unconsumed_tail:
+        raise SafePickleError(f"decompresses to more than {limit} bytes")
+    if not d.eof:
+        raise SafePickleError("truncated gzip stream (ended before the end-of-stream marker)")
+    return out
+
+
+def load_path(path: str | Path) -> Any:
+    """Read a `.pkl.gz` or `.pkl` file safely (gzip detected by its magic bytes)."""
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gunzip(raw)
+    return loads(raw)
+
+
+def to_plain(obj: Any, _seen: set[int] | None = None) -> Any:
+    """Stand-ins and containers as JSON-like data: {"__class__": name, "args", "state", ...}."""
+    seen = set() if _seen is None else _seen
+    if obj is None or isinstance(obj, str | int | float | bool):
+        return obj
+    if isinstance(obj, bytes | bytearray):
+        return {"__bytes__": len(obj)}
+    if id(obj) in seen:
+        return "<cycle>"
+    seen.add(id(obj))
+    try:
+        if isinstance(obj, Inert):
+            out: dict[str, Any] = {"__class__": obj.qualname}
+            if obj.args:
+                out["args"] = to_plain(list(obj.args), seen)
+            if obj.state is not None:
+                out["state"] = to_plain(obj.state, seen)
+            if obj.items:
+                out["items"] = to_plain(obj.items, seen)
+            if obj.mapping:
+                out["mapping"] = to_plain(obj.mapping, seen)
+            return out
+        if isinstance(obj, dict):
+            return {str(k): to_plain(v, seen) for k, v in obj.items()}
+        if isinstance(obj, list | tuple | set | frozenset):
+            return [to_plain(v, seen) for v in obj]
+        if isinstance(obj, datetime.date | datetime.time | datetime.timedelta):
+            return str(obj)
+        if isinstance(obj, type) and issubclass(obj, Inert):
+            return f"<class {obj.qualname}>"
+        return repr(obj)
+    finally:
+        seen.discard(id(obj))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
