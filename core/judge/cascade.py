@@ -1,0 +1,157 @@
+"""The cascade judge: rule -> lexical -> (embedding, reject only) -> LLM, cheapest first.
+
+Configurations (the `judge_config` stored with every alignment and metric):
+- `offline`: no LLM; pairs left in the ambiguous band are settled by lexical evidence, source `offline`,
+  marked approximate;
+- `cascade`: the same stages, the ambiguous band goes to the LLM (cached);
+- `llm`: every pair goes to the LLM (the paper's way; the reference for judge agreement).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from core.judge import Pair, ProgressCallback, Verdict
+from core.judge.cache import JudgmentCache
+from core.judge.lexical import DEFAULT_BAND, Band, score_pair, settle_offline
+from core.judge.llm import LLMConfig, LLMStage, load_prompts, prompt_versions
+from core.judge.rules import decide_repeat, decide_requirement, decide_stated_vs_executed, decide_steps
+from core.store import Store
+
+JUDGE_CONFIGS = ("offline", "cascade", "llm")
+
+
+def rule_stage(pair: Pair):
+    if pair.kind == "gold_vs_agent":
+        return decide_steps(pair.a, pair.b)
+    if pair.kind == "agent_vs_agent":
+        return decide_repeat(pair.a, pair.b)
+    if pair.kind == "stated_vs_executed":
+        return decide_stated_vs_executed(pair.a, pair.b)
+    return decide_requirement(pair.a, pair.b)
+
+
+class CascadeJudge:
+    """Implements the `Judge` protocol; `stats` counts verdicts per deciding stage."""
+
+    def __init__(
+        self,
+        name: str = "offline",
+        *,
+        store: Store | None = None,
+        llm: LLMStage | None = None,
+        embeddings=None,
+        band: Band = DEFAULT_BAND,
+        batch_dir: Path | None = None,
+    ):
+        if name not in JUDGE_CONFIGS:
+            raise ValueError(f"unknown judge configuration {name!r}; use one of {', '.join(JUDGE_CONFIGS)}")
+        if name != "offline" and llm is None:
+            raise ValueError(
+                f"judge {name!r} needs an LLM: set TRAJREVIEW_LLM_MODEL (and _BASE_URL, _API_KEY)"
+            )
+        self.name = name
+        self.llm = llm
+        self.embeddings = embeddings
+        self.band = band
+        self.batch_dir = batch_dir  # when set, LLM questions go through the Batch API
+        self.cache = (
+            JudgmentCache(store, model=llm.model, prompt_versions=prompt_versions(llm.prompts))
+            if (store is not None and llm is not None)
+            else None
+        )
+        self.stats: Counter[str] = Counter()
+        self.cache_hits = 0
+
+    @property
+    def llm_calls(self) -> int:
+        return self.llm.calls if self.llm else 0
+
+    def cheap_verdict(self, pair: Pair) -> tuple[Verdict | None, float]:
+        """Rule then lexical; (None, evidence) when the pair is in the ambiguous band."""
+        rule = rule_stage(pair)
+        if rule.verdict is not None:
+            return Verdict(rule.verdict, "rule", rule.score, rationale=rule.rationale), 1.0
+        lexical = score_pair(pair.kind, pair.a, pair.b, self.band)
+        if lexical.verdict is not None:
+            return Verdict(lexical.verdict, "lexical", lexical.score), lexical.score
+        return None, lexical.score
+
+    def judge_many(self, pairs: Sequence[Pair], on_progress: ProgressCallback | None = None) -> list[Verdict]:
+        unique = list(dict.fromkeys(pairs))
+        decided: dict[Pair, Verdict] = {}
+        pending: list[tuple[Pair, float]] = []
+        for pair in unique:
+            if self.name == "llm":
+                pending.append((pair, 0.0))
+                continue
+            verdict, evidence = self.cheap_verdict(pair)
+            if verdict is None:
+                pending.append((pair, evidence))
+            else:
+                decided[pair] = verdict
+        if pending and self.embeddings is not None and self.name != "llm":
+            still = []
+            for (pair, evidence), (reject, similarity) in zip(
+                pending, self.embeddings.rejects([p for p, _ in pending]), strict=True
+            ):
+                if reject:
+                    decided[pair] = Verdict(False, "embedding", similarity)
+                else:
+                    still.append((pair, (evidence + similarity) / 2))
+            pending = still
+        if on_progress:
+            on_progress(len(decided), len(unique))
+        if pending:
+            if self.name == "offline":
+                for pair, evidence in pending:
+                    decided[pair] = Verdict(
+                        settle_offline(pair.kind, evidence, self.band), "offline", evidence, approximate=True
+                    )
+            else:
+                decided.update(self._ask_llm([p for p, _ in pending], on_progress, len(decided), len(unique)))
+        for verdict in decided.values():
+            self.stats[verdict.source] += 1
+        return [decided[p] for p in pairs]
+
+    def _ask_llm(self, pairs: list[Pair], on_progress, offset: int, total: int) -> dict[Pair, Verdict]:
+        assert self.llm is not None
+        found = self.cache.get_many(pairs) if self.cache else {}
+        self.cache_hits += len(found)
+        missing = [p for p in pairs if p not in found]
+        if missing:
+            if self.batch_dir is not None:
+                keyed = [(self.cache.key(p) if self.cache else str(i), p) for i, p in enumerate(missing)]
+                by_id = self.llm.run_batch(keyed, self.batch_dir)
+                answers = [by_id[cid] for cid, _ in keyed]
+            else:
+                progress = (
+                    (lambda done, _n: on_progress(offset + len(found) + done, total)) if on_progress else None
+                )
+                answers = self.llm.judge_many(missing, progress)
+            fresh = dict(zip(missing, answers, strict=True))
+            if self.cache:
+                self.cache.put_many(fresh.items())
+            found.update(fresh)
+        return found
+
+    def summary(self) -> dict[str, int]:
+        return {"llm_calls": self.llm_calls, "cache_hits": self.cache_hits, **dict(self.stats)}
+
+
+def make_judge(
+    name: str, store: Store | None = None, *, llm_config: LLMConfig | None = None, use_embeddings: bool = True,
+    batch_dir: Path | None = None,
+) -> CascadeJudge:  # fmt: skip
+    """A judge by configuration name; the LLM comes from `llm_config` or the environment."""
+    config = llm_config or (LLMConfig.from_env() if name != "offline" else None)
+    llm = LLMStage(config, load_prompts()) if config else None
+    embedder = None
+    if use_embeddings and name != "llm":
+        from core.judge import embeddings
+
+        ok, _ = embeddings.available()
+        embedder = embeddings.EmbeddingStage() if ok else None
+    return CascadeJudge(name, store=store, llm=llm, embeddings=embedder, batch_dir=batch_dir)

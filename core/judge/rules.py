@@ -1,0 +1,464 @@
+"""Rule stage: canonicalise both sides of a pair into (verb class, element label, value) and decide the
+clear cases.
+
+Three inputs are understood: the BrowserGym grammar (`click('12')`, `fill('12', 'x')`), the WebArena
+grammar (`click [12]`, `type [12] [text] [1]`, `click [12] where [12] is link 'X'`) and English step
+sentences (the human gold, "Click on the 'X' link", and trajreview's readable sentences, "Click link
+'X'"). Normalising never drops quoted labels, values, numbers, field names or direction words: it
+only folds case, Unicode forms, whitespace and surrounding punctuation.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import date, datetime
+from functools import lru_cache
+
+from rapidfuzz import fuzz
+
+# -- canonical form ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Canon:
+    verb: str  # verb class: click, type, select, press, scroll, goto, go_back, answer, ..., unknown
+    label: str | None = None  # normalised element label
+    value: str | None = None  # typed text, selected option, answer (raw, compared via `same_value`)
+    element_id: str | None = None
+    key: str | None = None
+    direction: str | None = None
+    grammar: str = "english"  # browsergym | webarena | english
+
+
+# Verb (as written) -> verb class.
+_VERB_CLASS = {
+    "click": "click", "dblclick": "click", "check": "click", "uncheck": "click", "focus": "click",
+    "mouse_click": "click", "mouse_dblclick": "click", "tap": "click", "clicl": "click", "clock": "click",
+    "clik": "click", "clcik": "click", "hover": "hover", "hober": "hover", "type": "type", "fill": "type",
+    "enter": "type", "input": "type", "write": "type", "search": "type", "clear": "clear",
+    "select": "select", "select_option": "select", "choose": "select", "pick": "select",
+    "press": "press", "keyboard_press": "press", "hit": "press", "scroll": "scroll", "goto": "goto",
+    "go": "goto", "navigate": "goto", "visit": "goto", "open": "goto", "go_back": "go_back",
+    "go_forward": "go_forward", "new_tab": "tab", "tab_focus": "tab", "close_tab": "tab",
+    "tab_close": "tab", "stop": "answer", "send_msg_to_user": "answer", "answer": "answer",
+    "report_infeasible": "answer", "infeasible": "answer", "noop": "noop", "wait": "noop",
+    "upload_file": "upload", "upload": "upload", "drag_and_drop": "drag", "drag": "drag",
+}  # fmt: skip
+
+# Classes that may describe the same intent (a link click is a navigation; an option can be clicked).
+_COMPATIBLE = {frozenset({"click", "goto"}), frozenset({"click", "select"}), frozenset({"click", "hover"})}
+_ROLE_WORDS = {
+    "link", "button", "textbox", "dropdown", "tab", "option", "checkbox", "filter", "menu", "combobox",
+    "searchbox", "field", "box", "icon", "menuitem", "radio", "listbox", "heading", "element", "bar",
+}  # fmt: skip
+_DIRECTIONS = ("down", "up", "left", "right")
+_KNOWN_KEYS = {"enter", "return", "tab", "escape", "esc", "backspace", "delete", "space"}
+
+
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).replace("\u00a0", " ")
+    return " ".join(text.split())
+
+
+def norm_label(text: str | None) -> str | None:
+    """Case-, width- and whitespace-insensitive label; inner words and digits are all kept."""
+    if text is None:
+        return None
+    text = _fold(text).casefold().strip(" .,;:!?\"'`")
+    return text or None
+
+
+# -- values: numbers, dates, text ----------------------------------------------------------------
+_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+_CURRENCY = re.compile(r"^[\s$€£¥]*([-+]?[\d,]*\.?\d+)\s*%?\s*(?:usd|dollars?)?$", re.I)
+_DATE_FORMATS = (
+    "%m/%d/%Y", "%m/%d/%y", "%Y-%m-%d", "%Y/%m/%d", "%d.%m.%Y", "%B %d, %Y", "%b %d, %Y", "%B %d %Y",
+    "%b %d %Y", "%d %B %Y", "%d %b %Y", "%B %Y", "%b %Y",
+)  # fmt: skip
+_DATE_IN_TEXT = re.compile(
+    r"\d{1,4}[/\-.]\d{1,2}[/\-.]\d{1,4}|"
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|"
+    r"\d{1,2}(?:st|nd|rd|th)? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,? \d{4}",
+    re.I,
+)
+
+
+def as_number(text: str | None) -> float | None:
+    """'$1,234.50' -> 1234.5; None when the text is not one number."""
+    if not text:
+        return None
+    match = _CURRENCY.match(text.strip())
+    if not match:
+        return None
+    try:
+        return float(match.group(1).replace(",", ""))
+    except ValueError:
+        return None
+
+
+def as_date(text: str | None) -> date | None:
+    """A date written in any common format ('03/31/2022', '2022-03-31', 'March 31, 2022')."""
+    if not text:
+        return None
+    cleaned = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", _fold(text).strip(" .,"))
+    cleaned = cleaned.replace("Sept ", "Sep ")
+    for fmt in _DATE_FORMATS:
+        try:
+            return datetime.strptime(cleaned, fmt).date()
+        except ValueError:
+            continue
+    return None
+
+
+def norm_value(text: str | None) -> str | None:
+    if text is None:
+        return None
+    text = _fold(text).casefold().strip(" .,;:!?\"'`")
+    return text or None
+
+
+def same_value(a: str | None, b: str | None) -> bool | None:
+    """True/False when the rule can tell, None when only a fuzzier stage can."""
+    na, nb = norm_value(a), norm_value(b)
+    if na is None or nb is None:
+        return None if (na is None) != (nb is None) else True
+    if na == nb:
+        return True
+    num_a, num_b = as_number(a), as_number(b)
+    if num_a is not None and num_b is not None:
+        return abs(num_a - num_b) < 1e-9
+    date_a, date_b = as_date(a), as_date(b)
+    if date_a is not None and date_b is not None:
+        return date_a == date_b
+    if (num_a is None) != (num_b is None) and (date_a or date_b) is None and (num_a or num_b) is not None:
+        return False  # a number against words that are no number: a substantive mismatch
+    squashed_a, squashed_b = re.sub(r"\W+", "", na), re.sub(r"\W+", "", nb)
+    if squashed_a == squashed_b:
+        return True
+    # Clearly different values (names, words) are the paper's rule 2; near-misses go to later stages.
+    return False if fuzz.ratio(na, nb) < 70 else None
+
+
+# -- grammars ------------------------------------------------------------------------------------
+_BG_CALL = re.compile(r"^\s*([a-z_]+)\((.*)\)\s*$", re.S)
+_WA_ACTION = re.compile(
+    r"^\s*(click|type|hover|press|scroll|goto|go_back|go_forward|new_tab|tab_focus|close_tab|stop|noop)"
+    r"((?:\s*\[.*)|\s*)$",
+    re.S,
+)
+_WA_ARG = re.compile(r"\[(.*?)\](?=\s*(?:\[|$|where\b))", re.S)
+_WA_WHERE = re.compile(r"where\s+\[[^\]]*\]\s+is\s+(?:\[[^\]]*\]\s+)?(\w+)\s+'(.*)'", re.S)
+
+
+def _literal_args(body: str) -> list | None:
+    try:
+        value = ast.literal_eval(f"({body},)") if body.strip() else ()
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return list(value)
+
+
+def parse_browsergym(text: str) -> Canon | None:
+    """The first call of a BrowserGym action string; None when it is not one."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    match = _BG_CALL.match(first)
+    if not match:
+        return None
+    name, args = match.group(1), _literal_args(match.group(2))
+    if args is None or name not in _VERB_CLASS:
+        return None
+    verb = _VERB_CLASS[name]
+    s = [str(a) for a in args]
+    if name in ("fill", "select_option", "upload_file"):
+        return Canon(
+            verb, element_id=s[0] if s else None, value=s[1] if len(s) > 1 else None, grammar="browsergym"
+        )
+    if name == "press":
+        return Canon(
+            verb,
+            element_id=s[0] if s else None,
+            key=(s[1] if len(s) > 1 else "").lower(),
+            grammar="browsergym",
+        )
+    if name == "keyboard_press":
+        return Canon(verb, key=(s[0] if s else "").lower(), grammar="browsergym")
+    if name == "scroll":
+        dx, dy = (float(args[0]), float(args[1])) if len(args) >= 2 else (0.0, 0.0)
+        direction = ("down" if dy > 0 else "up") if abs(dy) >= abs(dx) else ("right" if dx > 0 else "left")
+        return Canon(verb, direction=direction, grammar="browsergym")
+    if name == "goto":
+        return Canon(verb, value=s[0] if s else None, grammar="browsergym")
+    if verb == "answer":
+        return Canon(verb, value=s[0] if s else "", grammar="browsergym")
+    if name.startswith("mouse_"):
+        return Canon(verb, value=",".join(s), grammar="browsergym")
+    return Canon(verb, element_id=s[0] if s else None, grammar="browsergym")
+
+
+def parse_webarena(text: str) -> Canon | None:
+    """A WebArena action (`click [12]`, `type [12] [text] [1]`, `stop [answer]`, with an optional
+    `where [12] is link 'X'` tail as in render files); None when it is not one."""
+    match = _WA_ACTION.match(text.strip())
+    if not match:
+        return None
+    name, rest = match.group(1).lower(), match.group(2)
+    where = _WA_WHERE.search(rest)
+    label = norm_label(where.group(2)) if where else None
+    head = rest[: where.start()] if where else rest
+    args = [a.strip() for a in _WA_ARG.findall(head.strip())]
+    verb = _VERB_CLASS[name]
+    if name == "type":
+        if len(args) >= 3 and args[-1] in ("0", "1"):
+            args = args[:-1]
+        value = args[1] if len(args) >= 2 else None
+        return Canon(verb, label=label, value=value, element_id=args[0] if args else None, grammar="webarena")
+    if name == "press":
+        return Canon(verb, key=(args[0] if args else "").lower(), grammar="webarena")
+    if name == "scroll":
+        direction = (args[0] if args else "down").lower()
+        return Canon(verb, direction=direction, grammar="webarena")
+    if name == "goto":
+        return Canon(verb, value=args[0] if args else None, grammar="webarena")
+    if name == "stop":
+        return Canon(verb, value=args[0] if args else "", grammar="webarena")
+    if name in ("click", "hover"):
+        return Canon(verb, label=label, element_id=args[0] if args else None, grammar="webarena")
+    return Canon(verb, grammar="webarena")
+
+
+# -- English sentences (gold steps and readable agent steps) ------------------------------------
+# A quote opens after start/space/bracket and closes before space/punctuation/end, so an apostrophe
+# inside a value ("Let's keep the project alive") is kept.
+_QUOTED = re.compile(r"(?:(?<=^)|(?<=[\s(\[:,]))(['\"‘“])(.+?)['\"’”](?=[\s.,;:)\]!?]|$)")
+_BID_MARK = re.compile(r"\s*\[bid ([^\]]+)\]\s*$")
+_ELEMENT_ID = re.compile(r"^(?:\w+ )?\[(\S+)\]$")
+_URL = re.compile(r"https?://\S+|\b[\w.-]+\.(?:com|org|net)\S*")
+_WORD = re.compile(r"[A-Za-z_:]+")
+
+
+def _unquoted_target(rest: str) -> str | None:
+    rest = re.sub(r"^(?:on|the|a|an|in|into|at)\s+", "", rest.strip(), flags=re.I)
+    rest = re.sub(r"^(?:the|a|an)\s+", "", rest, flags=re.I)
+    rest = re.split(r"\s+(?:to|in|on|in order|so that|which|under|from|for|at)\s+|[,.;(]", rest, maxsplit=1)[
+        0
+    ]
+    words = rest.split()
+    while words and words[-1].lower() in _ROLE_WORDS:
+        words.pop()
+    while words and words[0].lower() in _ROLE_WORDS:
+        words.pop(0)
+    return norm_label(" ".join(words)) if words else None
+
+
+def parse_english(text: str) -> Canon:
+    """A step sentence; verb `unknown` when no known verb starts a clause."""
+    text = _fold(text)
+    element_id = None
+    bid = _BID_MARK.search(text)
+    if bid:
+        element_id, text = bid.group(1), text[: bid.start()]
+    quotes = [(m.start(), m.end(), m.group(2)) for m in _QUOTED.finditer(text)]
+    verb_word, verb_pos = None, len(text)
+    for m in _WORD.finditer(text):
+        if any(s <= m.start() < e for s, e, _ in quotes):
+            continue
+        word = m.group(0).lower().rstrip(":")
+        if word in _VERB_CLASS and word not in ("stop",):
+            verb_word, verb_pos = word, m.end()
+            break
+        if m.start() > 60:
+            break
+    if verb_word is None:
+        return Canon("unknown", label=norm_label(quotes[0][2]) if quotes else None)
+    after = [q for q in quotes if q[0] >= verb_pos] or quotes
+    rest = text[verb_pos:]
+    low_rest = rest.lower()
+    verb = _VERB_CLASS[verb_word]
+    if verb_word == "go" and re.match(r"\s*back\b", low_rest):
+        return Canon("go_back")
+    if verb_word == "go" and re.match(r"\s*forward\b", low_rest):
+        return Canon("go_forward")
+    if verb_word in ("enter", "hit") and not after and low_rest.strip(" .").split()[:1] in ([], ["key"]):
+        return Canon("press", key="enter")
+    if verb == "press" or (verb_word == "enter" and not after):
+        key = after[0][2] if after else (low_rest.strip(" .").split() or ["enter"])[0]
+        key = key.lower().strip(" .'\"")
+        if key == "the":
+            key = (low_rest.split() + ["enter"])[1].strip(" .")
+        return Canon("press", key="enter" if key == "return" else key, element_id=element_id)
+    if verb == "scroll":
+        direction = next((d for d in _DIRECTIONS if re.search(rf"\b{d}\b", low_rest)), "down")
+        return Canon("scroll", direction=direction)
+    if verb in ("click", "hover", "clear"):
+        if after:
+            return Canon(verb, label=norm_label(after[0][2]), element_id=element_id)
+        id_only = _ELEMENT_ID.match(rest.strip())
+        if id_only:
+            return Canon(verb, element_id=id_only.group(1))
+        return Canon(verb, label=_unquoted_target(rest), element_id=element_id)
+    if verb == "type":
+        if not after:
+            value = re.split(r"\s+(?:into|in|on)\s+", rest.strip(), maxsplit=1)[0].strip(" .")
+            return Canon("type", value=value or None, element_id=element_id)
+        value = after[0][2]
+        label = norm_label(after[1][2]) if len(after) > 1 else None
+        if label is None:
+            tail = re.split(r"\s+(?:into|in|on)\s+", rest[after[0][1] - verb_pos :], maxsplit=1)
+            label = _unquoted_target(tail[1]) if len(tail) > 1 else None
+        return Canon("type", label=label, value=value, element_id=element_id)
+    if verb == "select":
+        if len(after) >= 2:
+            between = text[after[0][1] : after[1][0]].lower()
+            label_first = bool(re.search(r"\b(choose|select|pick|option|set)\b", between))
+            label, value = (after[0][2], after[1][2]) if label_first else (after[1][2], after[0][2])
+            return Canon("select", label=norm_label(label), value=value, element_id=element_id)
+        if after:
+            return Canon("select", value=after[0][2], element_id=element_id)
+        return Canon("select", value=_unquoted_target(rest), element_id=element_id)
+    if verb == "goto":
+        url = _URL.search(rest)
+        target = after[0][2] if after else (url.group(0) if url else _unquoted_target(rest))
+        return Canon("goto", label=norm_label(target), value=url.group(0) if url else None)
+    if verb == "answer":
+        return Canon("answer", value=after[0][2] if after else rest.strip(" :"))
+    return Canon(verb, label=norm_label(after[0][2]) if after else None, element_id=element_id)
+
+
+@lru_cache(maxsize=200_000)
+def canonicalize(text: str) -> Canon:
+    """The canonical form of any action text: grammar first, English otherwise."""
+    return parse_browsergym(text) or parse_webarena(text) or parse_english(text)
+
+
+# -- decisions -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RuleDecision:
+    verdict: bool | None  # None: pass to the next stage
+    score: float | None = None
+    rationale: str = ""
+
+
+def compatible(verb_a: str, verb_b: str) -> bool:
+    return verb_a == verb_b or frozenset({verb_a, verb_b}) in _COMPATIBLE
+
+
+def decide_steps(a: str, b: str) -> RuleDecision:
+    """gold_vs_agent / agent_vs_agent: equal verb class, label and value -> equivalent; incompatible
+    verb classes or clearly different values -> different; anything else passes."""
+    ca, cb = canonicalize(a), canonicalize(b)
+    if ca.verb == "unknown" or cb.verb == "unknown":
+        return RuleDecision(None, rationale="a side has no recognised verb")
+    if not compatible(ca.verb, cb.verb):
+        return RuleDecision(False, 0.0, f"verb {ca.verb} vs {cb.verb}")
+    if ca.verb in ("scroll",) and cb.verb == ca.verb:
+        same = ca.direction == cb.direction
+        return RuleDecision(same, float(same), f"scroll {ca.direction} vs {cb.direction}")
+    if ca.verb == "press" and cb.verb == "press":
+        same = (ca.key or "enter") == (cb.key or "enter")
+        return RuleDecision(same, float(same), f"key {ca.key} vs {cb.key}")
+    if ca.verb == cb.verb and ca.verb in ("go_back", "go_forward", "noop", "tab"):
+        return RuleDecision(True, 1.0, ca.verb)
+    values = same_value(ca.value, cb.value) if (ca.value or cb.value) else True
+    if ca.verb == cb.verb and ca.verb in ("type", "select", "answer", "upload") and values is False:
+        return RuleDecision(False, 0.0, "values differ")
+    if ca.verb == "answer" and cb.verb == "answer":
+        return RuleDecision(values, None if values is None else float(values), "answer text")
+    if ca.label and cb.label and ca.label == cb.label and values is True and ca.verb == cb.verb:
+        return RuleDecision(True, 1.0, "same verb, label and value")
+    if (
+        ca.verb == cb.verb
+        and ca.verb in ("type", "select")
+        and values is True
+        and ca.value
+        and not (ca.label and cb.label)
+    ):
+        return RuleDecision(True, 1.0, "same value typed, label not stated on one side")
+    return RuleDecision(None, rationale="labels differ in wording")
+
+
+def decide_repeat(a: str, b: str) -> RuleDecision:
+    """agent_vs_agent (RepR): same verb, same element (bid, or label when bids differ between
+    observations), same value. Both sides are agent actions, so the rule always decides."""
+    ca, cb = canonicalize(a), canonicalize(b)
+    if ca.verb != cb.verb:
+        return RuleDecision(False, 0.0, f"verb {ca.verb} vs {cb.verb}")
+    same_val = (norm_value(ca.value) or "") == (norm_value(cb.value) or "") or same_value(
+        ca.value, cb.value
+    ) is True
+    same_extra = (ca.key or "") == (cb.key or "") and (ca.direction or "") == (cb.direction or "")
+    if ca.verb == "unknown":
+        same_el = norm_label(a) == norm_label(b)
+    elif ca.element_id and cb.element_id and ca.element_id == cb.element_id:
+        same_el = True
+    elif ca.label or cb.label:
+        same_el = ca.label == cb.label
+    else:
+        same_el = (ca.element_id or "") == (cb.element_id or "")
+    same = same_val and same_extra and same_el
+    return RuleDecision(same, float(same), "verb, element and value compared")
+
+
+def decide_stated_vs_executed(stated: str, executed: str) -> RuleDecision:
+    """EAR: the stated grammar action against the executed one; both are grammar, so rules decide."""
+    if not stated or not stated.strip():
+        return RuleDecision(False, 0.0, "no stated action")
+    if not executed or executed.strip().lower() in ("none", ""):
+        return RuleDecision(False, 0.0, "executed action did not parse")
+    cs = parse_browsergym(stated) or parse_webarena(stated)
+    ce = parse_browsergym(executed) or parse_webarena(executed)
+    if cs is None or ce is None:
+        return RuleDecision(False, 0.0, "an action is outside the grammar")
+    same = (
+        cs.verb == ce.verb
+        and (cs.element_id or "") == (ce.element_id or "")
+        and (norm_value(cs.value) or "") == (norm_value(ce.value) or "")
+        and (cs.key or "") == (ce.key or "")
+        and (cs.direction or "") == (ce.direction or "")
+    )
+    return RuleDecision(same, float(same), "verb, element id and value compared")
+
+
+# -- requirement found in an answer --------------------------------------------------------------
+ALTERNATIVES_SEPARATOR = " || "
+
+
+def _squash(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s.]", " ", _fold(text).casefold()).replace(".", " ").split())
+
+
+def _numbers_in(text: str) -> list[float]:
+    return [float(m.group(0).replace(",", "")) for m in _NUMBER.finditer(text)]
+
+
+def _dates_in(text: str) -> list[date]:
+    found = [as_date(m.group(0)) for m in _DATE_IN_TEXT.finditer(text)]
+    return [d for d in found if d is not None]
+
+
+def decide_requirement(requirement: str, answer: str) -> RuleDecision:
+    """Is the requirement (any of its `||`-separated spellings) in the answer? Case- and
+    format-insensitive: '$1,234.50' finds 1234.5, and a date in any format finds the same date."""
+    if not answer or not answer.strip():
+        return RuleDecision(False, 0.0, "no answer")
+    spellings = [s for s in requirement.split(ALTERNATIVES_SEPARATOR) if s.strip()]
+    undecided = False
+    for spelling in spellings:
+        number = as_number(spelling)
+        if number is not None:
+            if any(abs(number - n) < 1e-9 for n in _numbers_in(answer)):
+                return RuleDecision(True, 1.0, f"number {spelling}")
+            continue
+        when = as_date(spelling)
+        if when is not None and when in _dates_in(answer):
+            return RuleDecision(True, 1.0, f"date {spelling}")
+        needle = _squash(spelling)
+        if needle and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", _squash(answer)):
+            return RuleDecision(True, 1.0, f"text {spelling}")
+        if when is None:
+            undecided = True
+    if not undecided:
+        return RuleDecision(False, 0.0, "number or date not in the answer")
+    return RuleDecision(None, rationale="not literally in the answer")

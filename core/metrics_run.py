@@ -1,0 +1,351 @@
+"""Orchestration: load a run's trajectories and a gold set from the store, ask the judge every pair
+the metrics need (in one batch, so the LLM stage can run concurrently and the cache is hit once), compute
+the pure metrics of `core.metrics`, and write `alignments` and `metrics`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from core import metrics as m
+from core.action_grammar import ParsedAction, readable
+from core.judge import Judge, Pair, Verdict
+from core.requirements import ensure_requirements, requirements_by_task
+from core.store import Store, insert_rows, utcnow
+
+# Run formats whose stated action *is* the executed one: EAR counts a browser error as the mismatch.
+STATED_IS_EXECUTED = frozenset({"agentlab"})
+
+# Why a metric is NULL; the report and the real-data test rely on every NULL having one of these.
+NULL_REASONS = {
+    "no_gold": "the gold set has no steps for this task",
+    "no_agent_steps": "the trajectory has no executed action",
+    "no_deviation": "the agent never left the gold path: nothing to recover from (RR)",
+    "no_recovery": "no deviation was recovered: no recovery cost",
+    "fewer_than_2_requirements": "PSR is defined only for tasks with at least two requirements",
+    "no_requirements": "the task has no requirements (not a retrieve task, no must_include)",
+    "unresolved_pairs": "the judge could not answer a pair this metric needs (flagged)",
+}
+
+
+@dataclass
+class AgentStep:
+    idx: int
+    text: str  # readable sentence compared with gold
+    repeat_text: str  # sentence plus the element id: RepR equivalence
+    stated: str | None
+    executed: str | None
+    error: str | None
+    parsed: bool
+
+
+@dataclass
+class TaskInput:
+    task_id: int
+    episode: str
+    steps: list[AgentStep]
+    final_answer: str | None
+    termination: str | None
+    success: bool | None
+    reward: float | None
+    gold_version: int | None = None
+    gold: dict[int, list[str]] = field(default_factory=dict)  # alternative -> step texts
+    requirements: list[str] = field(default_factory=list)
+    intent: str = ""
+    stated_is_executed: bool = False
+
+
+@dataclass
+class TaskResult:
+    row: dict[str, Any]
+    alignments: list[dict[str, Any]]
+    null_reasons: dict[str, str]
+
+
+@dataclass
+class RunSummary:
+    tasks: int = 0
+    tasks_with_gold: int = 0
+    pairs: int = 0
+    stages: dict[str, int] = field(default_factory=dict)
+    llm_calls: int = 0
+    cache_hits: int = 0
+    approximate_tasks: int = 0
+    unresolved_tasks: int = 0
+    null_reasons: Counter = field(default_factory=Counter)  # (metric, reason) -> tasks
+
+
+# -- loading -------------------------------------------------------------------------------------
+def _step_text(row: dict[str, Any]) -> str:
+    if row["readable"]:
+        return row["readable"]
+    if row["verb"]:
+        fields = {k: row[k] for k in ("verb", "element_id", "element_role", "element_label", "value", "key",
+                                      "direction", "target_url", "answer")}  # fmt: skip
+        return readable(ParsedAction(raw=row["executed_action"] or "", **fields))
+    return row["executed_action"] or ""
+
+
+def load_task_inputs(store: Store, run: str, gold_set: str | None) -> list[TaskInput]:
+    """The run's answer trajectory of every task, with its gold (current version) and requirements."""
+    fmt = store.query("SELECT source_format FROM runs WHERE name = ?", [run])
+    stated_is_executed = bool(fmt) and fmt[0][0] in STATED_IS_EXECUTED
+    trajectories = store.query_dicts(
+        """SELECT t.task_id, t.episode, t.final_answer, t.termination, t.success, t.reward,
+                  e.status AS eval_status, k.intent
+           FROM trajectories t
+           LEFT JOIN evaluations e ON e.run = t.run AND e.task_id = t.task_id
+           LEFT JOIN tasks k ON k.task_id = t.task_id
+           WHERE t.run = ? AND t.is_answer ORDER BY t.task_id""",
+        [run],
+    )
+    steps: dict[int, list[AgentStep]] = {}
+    for row in store.query_dicts(
+        """SELECT s.* FROM steps s JOIN trajectories t
+             ON t.run = s.run AND t.task_id = s.task_id AND t.episode = s.episode AND t.is_answer
+           WHERE s.run = ? AND s.executed_action IS NOT NULL ORDER BY s.task_id, s.idx""",
+        [run],
+    ):
+        text = _step_text(row)
+        bid = f" [bid {row['element_id']}]" if row["element_id"] else ""
+        steps.setdefault(row["task_id"], []).append(
+            AgentStep(row["idx"], text, text + bid, row["stated_action"], row["executed_action"], row["error"],
+                      bool(row["verb"]) and row["verb"] != "unknown")
+        )  # fmt: skip
+    gold: dict[int, tuple[int, dict[int, list[str]]]] = {}
+    if gold_set:
+        for task_id, version, alternative, texts in store.query(
+            """SELECT task_id, version, alternative, list(text ORDER BY idx) FROM gold_steps g
+               WHERE gold_set = ? AND version = (SELECT max(version) FROM gold_steps h
+                                                 WHERE h.gold_set = g.gold_set AND h.task_id = g.task_id)
+               GROUP BY task_id, version, alternative ORDER BY task_id, alternative""",
+            [gold_set],
+        ):
+            gold.setdefault(task_id, (version, {}))[1][alternative] = list(texts)
+    if store.query("SELECT count(*) FROM tasks")[0][0]:
+        ensure_requirements(store)
+    requirements = requirements_by_task(store)
+    inputs = []
+    for t in trajectories:
+        version, alternatives = gold.get(t["task_id"], (None, {}))
+        inputs.append(
+            TaskInput(
+                task_id=t["task_id"], episode=t["episode"], steps=steps.get(t["task_id"], []),
+                final_answer=t["final_answer"], termination=t["termination"],
+                success=m.task_success(t["eval_status"], t["success"], t["reward"]), reward=t["reward"],
+                gold_version=version, gold=alternatives,
+                requirements=requirements.get(t["task_id"], ("", []))[1], intent=t["intent"] or "",
+                stated_is_executed=stated_is_executed,
+            )
+        )  # fmt: skip
+    return inputs
+
+
+# -- the questions a task needs ------------------------------------------------------------------
+def task_pairs(task: TaskInput) -> list[Pair]:
+    ctx = task.intent
+    pairs = [
+        Pair("gold_vs_agent", g, s.text, ctx) for alt in task.gold.values() for g in alt for s in task.steps
+    ]
+    pairs += [
+        Pair("agent_vs_agent", task.steps[i - 1].repeat_text, task.steps[i].repeat_text, "")
+        for i in range(1, len(task.steps))
+    ]
+    if not task.stated_is_executed:
+        pairs += [Pair("stated_vs_executed", s.stated or "", s.executed or "", "") for s in task.steps]
+    if task.final_answer and task.final_answer.strip():
+        pairs += [Pair("requirement_in_answer", r, task.final_answer, ctx) for r in task.requirements]
+    return pairs
+
+
+# -- per-task computation (pure given the verdicts) ----------------------------------------------
+def compute_task(
+    task: TaskInput, verdict_of: Callable[[Pair], Verdict], preset: m.Preset
+) -> tuple[dict[str, Any], list[tuple[int, int, int, Verdict]], dict[str, str], bool, int]:
+    """Metrics of one task: (values, alignment (alt, gold_idx, agent_idx, verdict), null reasons,
+    approximate, unresolved pair count)."""
+    ctx = task.intent
+    steps = task.steps
+    used: dict[Pair, Verdict] = {}
+
+    def ask(pair: Pair) -> bool | None:
+        verdict = verdict_of(pair)
+        used[pair] = verdict
+        return verdict.verdict
+
+    reasons: dict[str, str] = {}
+    values: dict[str, Any] = {"n_agent": len(steps), "n_requirements": len(task.requirements)}
+    # SSR and RR against every gold alternative; keep the best by SSR.
+    best = None
+    for alt, gold in sorted(task.gold.items()):
+
+        def eq(g: int, a: int, gold: list[str] = gold) -> bool | None:
+            return ask(Pair("gold_vs_agent", gold[g], steps[a].text, ctx))
+
+        ordered = m.step_success_ordered(len(gold), len(steps), eq)
+        unordered = m.step_success_unordered(len(gold), len(steps), eq)
+        recovery = m.recovery_rate(
+            len(gold), len(steps), eq, lookahead=preset.lookahead, paper_code=preset.paper_code_recovery
+        )
+        primary = unordered if preset.ssr_unordered_primary else ordered
+        key = -1.0 if primary.value is None else primary.value
+        if best is None or key > best[0]:
+            best = (key, alt, gold, ordered, unordered, recovery, primary)
+    alignment: list[tuple[int, int, int, Verdict]] = []
+    if best is None:
+        values.update(gold_version=None, alternative=None, n_gold=None)
+        for name in ("ssr", "ssr_unordered", "rr", "mean_recovery_cost"):
+            reasons[name] = "no_gold"
+    else:
+        _, alt, gold, ordered, unordered, recovery, primary = best
+        values.update(
+            gold_version=task.gold_version, alternative=alt, n_gold=len(gold), ssr=primary.value,
+            ssr_unordered=unordered.value, rr=recovery.value, deviations=recovery.deviations,
+            recoveries=recovery.recoveries, missed_gold=recovery.missed_gold,
+            mean_recovery_cost=recovery.mean_recovery_cost,
+        )  # fmt: skip
+        for name, result in (("ssr", primary), ("ssr_unordered", unordered)):
+            if result.value is None:
+                reasons[name] = "unresolved_pairs" if result.unresolved else "no_gold"
+        if recovery.value is None:
+            reasons["rr"] = (
+                "unresolved_pairs" if recovery.unresolved else ("no_gold" if not gold else "no_deviation")
+            )
+        if values["mean_recovery_cost"] is None:
+            reasons["mean_recovery_cost"] = reasons.get("rr", "no_recovery")
+        for g, a in ordered.matches:
+            alignment.append((alt, g, a, used[Pair("gold_vs_agent", gold[g], steps[a].text, ctx)]))
+    # RepR over executed steps.
+    rep = m.repetitiveness(
+        len(steps),
+        lambda i: ask(Pair("agent_vs_agent", steps[i - 1].repeat_text, steps[i].repeat_text, "")),
+    )
+    values.update(repr=rep.value, repr_run_members=rep.run_members)
+    if rep.value is None:
+        reasons["repr"] = reasons["repr_run_members"] = (
+            "unresolved_pairs" if rep.unresolved else "no_agent_steps"
+        )
+    # EAR: stated vs executed.
+    kept = steps
+    if preset.ear_truncate_early_stop:
+        kept = steps[: m.truncate_at_early_stop([s.executed for s in steps])]
+    if task.stated_is_executed:
+        matches = [s.parsed and not s.error for s in kept]
+    else:
+        matches = [ask(Pair("stated_vs_executed", s.stated or "", s.executed or "", "")) for s in kept]
+    ear = m.element_accuracy(matches)
+    values["ear"] = ear.value
+    if ear.value is None:
+        reasons["ear"] = "unresolved_pairs" if ear.unresolved else "no_agent_steps"
+    # PSR against the final answer.
+    has_answer = bool(task.final_answer and task.final_answer.strip())
+    found = (
+        [ask(Pair("requirement_in_answer", r, task.final_answer or "", ctx)) for r in task.requirements]
+        if has_answer
+        else [False] * len(task.requirements)
+    )
+    psr = m.partial_success(
+        found,
+        has_answer=has_answer,
+        min_requirements=preset.psr_min_requirements,
+        empty_score=preset.psr_empty_score,
+    )
+    values["psr"] = psr.value
+    if psr.value is None:
+        reasons["psr"] = (
+            "unresolved_pairs" if psr.unresolved else "no_requirements" if not task.requirements
+            else "fewer_than_2_requirements"
+        )  # fmt: skip
+    values.update(
+        success=task.success, reward=task.reward, termination=task.termination,
+        answer_category=m.answer_category(task.termination, task.final_answer),
+    )  # fmt: skip
+    approximate = any(v.approximate for v in used.values())
+    unresolved = sum(1 for v in used.values() if v.verdict is None)
+    return values, alignment, reasons, approximate, unresolved
+
+
+# -- the whole run -------------------------------------------------------------------------------
+def compute_run(
+    tasks: Sequence[TaskInput],
+    judge: Judge,
+    preset: m.Preset,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[tuple[TaskInput, dict[str, Any], list, dict[str, str], bool, int]]:
+    pairs = list(dict.fromkeys(p for t in tasks for p in task_pairs(t)))
+    verdicts = dict(zip(pairs, judge.judge_many(pairs, on_progress), strict=True))
+
+    def verdict_of(pair: Pair) -> Verdict:
+        found = verdicts.get(pair)
+        if found is None:  # a question task_pairs did not foresee: ask it alone
+            found = verdicts[pair] = judge.judge_many([pair])[0]
+        return found
+
+    return [(t, *compute_task(t, verdict_of, preset)) for t in tasks]
+
+
+def run_metrics(
+    store: Store, run: str, gold_set: str, judge: Judge, *, preset: str = "default",
+    on_progress: Callable[[int, int], None] | None = None,
+) -> RunSummary:  # fmt: skip
+    """Compute and store the metrics of `run` against `gold_set`; replaces earlier rows of the same
+    (run, gold set, judge config, preset)."""
+    if preset not in m.PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; use one of {', '.join(m.PRESETS)}")
+    if not store.query("SELECT 1 FROM runs WHERE name = ?", [run]):
+        from core.errors import TrajreviewError
+
+        raise TrajreviewError(f"no run named {run!r}; import it first")
+    if not store.query("SELECT 1 FROM gold_steps WHERE gold_set = ? LIMIT 1", [gold_set]):
+        from core.errors import TrajreviewError
+
+        raise TrajreviewError(f"no gold set named {gold_set!r}; import it with `trajreview import gold`")
+    tasks = load_task_inputs(store, run, gold_set)
+    results = compute_run(tasks, judge, m.PRESETS[preset], on_progress)
+    now = utcnow()
+    summary = RunSummary(tasks=len(tasks), tasks_with_gold=sum(1 for t in tasks if t.gold))
+    metric_rows, alignment_rows = [], []
+    for task, values, alignment, reasons, approximate, unresolved in results:
+        metric_rows.append(
+            {
+                "run": run, "task_id": task.task_id, "episode": task.episode, "gold_set": gold_set,
+                "judge_config": judge.name, "preset": preset, **values, "approximate": approximate,
+                "unresolved_pairs": unresolved, "computed_at": now,
+                "null_reasons": orjson.dumps(reasons).decode() if reasons else None,
+            }
+        )  # fmt: skip
+        for alt, g, a, verdict in alignment:
+            alignment_rows.append(
+                {
+                    "run": run, "task_id": task.task_id, "episode": task.episode, "gold_set": gold_set,
+                    "gold_version": task.gold_version, "alternative": alt, "judge_config": judge.name,
+                    "gold_idx": g, "agent_idx": task.steps[a].idx, "source": verdict.source,
+                    "score": verdict.score,
+                }
+            )  # fmt: skip
+        summary.approximate_tasks += approximate
+        summary.unresolved_tasks += unresolved > 0
+        for metric, reason in reasons.items():
+            summary.null_reasons[(metric, reason)] += 1
+    with store.transaction() as cur:
+        cur.execute(
+            "DELETE FROM metrics WHERE run = ? AND gold_set = ? AND judge_config = ? AND preset = ?",
+            [run, gold_set, judge.name, preset],
+        )
+        cur.execute(
+            "DELETE FROM alignments WHERE run = ? AND gold_set = ? AND judge_config = ?",
+            [run, gold_set, judge.name],
+        )
+        insert_rows(cur, "metrics", metric_rows)
+        insert_rows(cur, "alignments", alignment_rows)
+    stats = getattr(judge, "summary", lambda: {})()
+    summary.llm_calls = stats.pop("llm_calls", 0)
+    summary.cache_hits = stats.pop("cache_hits", 0)
+    summary.stages = stats
+    summary.pairs = sum(stats.values())
+    return summary
