@@ -434,20 +434,52 @@ def _read_run_traces(root: Path, task_ids: list[int]) -> list[tuple[int, list[di
     """HAR entries per task of an official run directory (`<root>/<task_id>/network.har`)."""
     if not root.is_dir():
         raise InputError(root, "run directory not found; re-import the run or pass its new location")
-    try:
-        from core.har import load_har_entries
-    except ImportError:  # part A's loader not there yet
-        load_har_entries = _load_har_entries_fallback
+    from core.har import load_trace_entries  # HAR or Playwright trace, entries as in the file
+
     out = []
     for task_id in task_ids:
         path = root / str(task_id) / "network.har"
         try:
-            entries = load_har_entries(path)
+            entries = load_trace_entries(path)
         except Exception:  # missing or broken: the engine scores it as an error, like the official CLI
             entries = []
         out.append((task_id, entries))
     return out
 
 
-def _load_har_entries_fallback(path: Path) -> list[dict]:
-    return orjson.loads(path.read_bytes())["log"]["entries"]
+# -- export in the official shapes ----------------------------------------------------------------------
+def export_eval(store: Store, run: str, out: Path) -> int:
+    """Write `<out>/<task_id>/eval_result.json` per task and the summary `<out>/eval_results.json`.
+
+    The per-task files are the engine's own results as stored at scoring time; the summary is computed
+    by the engine's `TasksEvalResults` (overall and `per_site` buckets), written with its serializer.
+    """
+    from webarena_verified.core.utils.immutable_obj_helper import serialize_to_json
+    from webarena_verified.types.eval import TaskEvalResult, TasksEvalResults
+
+    if not store.query("SELECT 1 FROM runs WHERE name = ?", [run]):
+        raise InputError(run, "no such run in the database")
+    rows = store.query(
+        "SELECT task_id, eval_result FROM evaluations WHERE run = ? AND source = ? AND eval_result IS NOT NULL"
+        " ORDER BY task_id",
+        [run, SOURCE],
+    )
+    if not rows:
+        raise InputError(run, "no official evaluations stored; run `trajreview evaluate --run` first")
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "exists and is not a directory")
+    results = [(task_id, orjson.loads(text)) for task_id, text in rows]
+    # Validate everything before writing anything.
+    models = [TaskEvalResult.model_validate(result) for _, result in results]
+    data_checksum = results[0][1].get("webarena_verified_data_checksum", "")
+    summary = TasksEvalResults.create(task_results=models, data_checksum=data_checksum)
+    for task_id, result in results:
+        task_dir = out / str(task_id)
+        task_dir.mkdir(parents=True, exist_ok=True)
+        (task_dir / "eval_result.json").write_text(serialize_to_json(result, indent=2))
+    (out / "eval_results.json").write_text(
+        serialize_to_json(
+            summary.model_dump(mode="json", exclude_none=True, exclude={"task_results"}), indent=2
+        )
+    )
+    return len(results)

@@ -1,9 +1,62 @@
-"""CLI commands of the scoring area (filled in by its issue)."""
+"""CLI commands of the scoring area: `evaluate` and `export eval` (thin wrappers over core.scoring)."""
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from core.cli import ui
+
+
+def _export_group(app: typer.Typer) -> typer.Typer:
+    """The shared `export` group: reuse it if another area registered it first."""
+    for group in app.registered_groups:
+        if group.name == "export" and group.typer_instance is not None:
+            return group.typer_instance
+    export_app = typer.Typer(help="Export results in other tools' formats.", no_args_is_help=True)
+    app.add_typer(export_app, name="export")
+    return export_app
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add this area's commands to the main app and to the `import` group."""
+
+    @app.command()
+    def evaluate(
+        ctx: typer.Context,
+        run: Annotated[str, typer.Option("--run", help="Run name to (re-)score.")],
+        config: Annotated[
+            Path | None,
+            typer.Option("--config", help="webarena-verified environment config (default: the run's)."),
+        ] = None,
+        workers: Annotated[int, typer.Option("--workers", min=1, help="Scoring processes.")] = 2,
+    ) -> None:
+        """Score a stored run with the official webarena-verified engine and explain every failure."""
+        from core.scoring import evaluate_run
+
+        with ui.store_from(ctx) as store, ui.progress_bar(f"scoring {run}") as progress:
+            scores = evaluate_run(store, run, config=config, workers=workers, on_progress=progress)
+        counts = Counter(s.status for s in scores)
+        ui.print_table(
+            f"{run}: {len(scores)} tasks",
+            ["success", "failure", "error", "cannot pass"],
+            [(counts["success"], counts["failure"], counts["error"], sum(s.cannot_pass for s in scores))],
+        )
+
+    export_app = _export_group(app)
+
+    @export_app.command("eval")
+    def export_eval_cmd(
+        ctx: typer.Context,
+        out: Annotated[Path, typer.Argument(help="Directory to write eval_result.json files into.")],
+        run: Annotated[str, typer.Option("--run", help="Run name.")],
+    ) -> None:
+        """Write the run's official per-task eval_result.json files and the eval_results.json summary."""
+        from core.scoring import export_eval
+
+        with ui.store_from(ctx, read_only=True) as store:
+            n = export_eval(store, run, out)
+        ui.console.print(f"{out}: {n} task results and eval_results.json")
