@@ -37,6 +37,7 @@ _SAFE_TYPES: dict[tuple[str, str], type] = {
     ("builtins", "complex"): complex,
     ("__builtin__", "set"): set,
     ("__builtin__", "frozenset"): frozenset,
+    ("__builtin__", "complex"): complex,
 }
 
 _NUMPY_RECONSTRUCT = frozenset({"numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct"})
@@ -155,7 +156,16 @@ def _newobj(cls: Any, *args: Any) -> Any:
     return generic.__new__(generic, cls, *args)
 
 
-_COPYREG = {
+def _latin1_bytes(text: Any, encoding: str = "latin1") -> Any:
+    """`_codecs.encode` as protocol-2 pickles use it for bytes: only str -> latin-1 bytes, else inert."""
+    if isinstance(text, str) and encoding in ("latin1", "latin-1"):
+        return text.encode("latin1")
+    generic = _stand_in_class("_codecs.encode")
+    return generic.__new__(generic, text, encoding)
+
+
+_SAFE_FUNCTIONS = {
+    ("_codecs", "encode"): _latin1_bytes,
     ("copyreg", "_reconstructor"): _reconstructor,
     ("copy_reg", "_reconstructor"): _reconstructor,
     ("copyreg", "__newobj__"): _newobj,
@@ -174,8 +184,8 @@ class RestrictedUnpickler(pickle.Unpickler):
         key = (str(module), str(name))
         if key in _SAFE_TYPES:
             return _SAFE_TYPES[key]
-        if key in _COPYREG:
-            return _COPYREG[key]
+        if key in _SAFE_FUNCTIONS:
+            return _SAFE_FUNCTIONS[key]
         qualname = f"{key[0]}.{key[1]}"
         cls = self._classes.get(qualname)
         if cls is None:

@@ -1,9 +1,56 @@
-"""CLI commands of the agentlab area (filled in by its issue)."""
+"""CLI commands of the agentlab area: `import agentlab DIR --run NAME` (alias `import browsergym`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from core.cli import ui
+
+_SHOWN_PROBLEMS = 10
+_PARADIGMS = ("step_by_step", "tree_search", "full_plan", "human", "unknown")
+
+
+def import_agentlab_cmd(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder of episode directories (or one episode).")],
+    run: Annotated[str, typer.Option("--run", help="Run name; importing a name again replaces that run.")],
+    agent: Annotated[str | None, typer.Option(help="Agent name (default: from exp_args.pkl).")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name (default: from the step files).")] = None,
+    paradigm: Annotated[
+        str, typer.Option(help="Agent paradigm: " + ", ".join(_PARADIGMS) + ".")
+    ] = "step_by_step",
+    workers: Annotated[
+        int | None, typer.Option(help="Processes reading episodes (default: 2 when the data is large).")
+    ] = None,
+) -> None:
+    """Import BrowserGym / AgentLab experiment directories (pickles are read without running them)."""
+    from core.errors import InputError
+    from core.importers.agentlab import import_agentlab
+
+    if paradigm not in _PARADIGMS:
+        raise InputError("--paradigm", f"must be one of {', '.join(_PARADIGMS)}")
+    if not run.strip():
+        raise InputError("--run", "must not be empty")
+    with ui.store_from(ctx) as store, ui.progress_bar("reading episodes") as progress:
+        summary = import_agentlab(
+            store, directory, run, agent=agent, model=model, paradigm=paradigm, workers=workers,
+            on_progress=progress,
+        )  # fmt: skip
+    endings = ", ".join(f"{k} {v}" for k, v in sorted(summary.terminations.items()))
+    ui.console.print(
+        f"run {summary.run}: {summary.n_episodes} episodes, {summary.n_tasks} tasks, {summary.n_steps} steps"
+        f" ({endings}); {summary.n_problems} problems"
+    )
+    for problem in summary.problems[:_SHOWN_PROBLEMS]:
+        ui.console.print(f"  problem: {problem.message}", markup=False, highlight=False)
+    if summary.n_problems > _SHOWN_PROBLEMS:
+        ui.console.print(f"  ... and {summary.n_problems - _SHOWN_PROBLEMS} more (table import_problems)")
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add this area's commands to the main app and to the `import` group."""
+    import_app.command("agentlab")(import_agentlab_cmd)
+    import_app.command("browsergym", help="Alias of `import agentlab`.")(import_agentlab_cmd)

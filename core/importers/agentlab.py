@@ -69,6 +69,7 @@ class ImportSummary(BaseModel):
     n_steps: int
     terminations: dict[str, int]
     n_problems: int
+    problems: list[Problem] = Field(default_factory=list)
 
 
 # -- plain-data accessors: values from a hostile pickle may be of any type -----------------------
@@ -232,11 +233,11 @@ def _read_summary(directory: Path, problems: list[Problem], task_id: int | None)
     except (ValueError, UnicodeDecodeError, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         problems.append(Problem(task_id=task_id, source_path=str(path), kind="bad_json",
-                                message=f"{path.name}: not valid JSON ({reason}); summary ignored"))  # fmt: skip
+                                message=f"{path.parent.name}/{path.name}: not valid JSON ({reason}); summary ignored"))  # fmt: skip
         return None
     if not isinstance(data, dict):
         problems.append(Problem(task_id=task_id, source_path=str(path), kind="bad_json",
-                                message=f"{path.name}: not a JSON object; summary ignored"))  # fmt: skip
+                                message=f"{path.parent.name}/{path.name}: not a JSON object; summary ignored"))  # fmt: skip
         return None
     return data
 
@@ -364,7 +365,7 @@ def read_episode(directory: str | Path, name: str | None = None) -> EpisodeRead:
         if step is None:
             unreadable.append(f"{path.name} ({reason})")
             problems.append(Problem(task_id=task_id, source_path=str(path), kind="bad_step_file",
-                                    message=f"{path.name}: {reason}; step skipped"))  # fmt: skip
+                                    message=f"{directory.name}/{path.name}: {reason}; step skipped"))  # fmt: skip
             continue
         steps.append(step)
 
@@ -546,4 +547,5 @@ def import_agentlab(
         run=run, n_episodes=len(trajectories), n_tasks=meta.n_tasks or 0,
         n_steps=sum(t.n_steps for t in trajectories),
         terminations=dict(Counter(t.termination for t in trajectories)), n_problems=len(problems),
+        problems=problems,
     )  # fmt: skip

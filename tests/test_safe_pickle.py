@@ -1,0 +1,161 @@
+"""The restricted unpickler: hostile pickles stay inert, real BrowserGym step files still read."""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import os
+import pickle
+import sys
+import zlib
+
+import pytest
+
+from core import safe_pickle
+from core.safe_pickle import Inert, SafePickleError
+
+RUN = "browsergym-run"
+
+
+class _RunsShell:
+    """Trusted pickling side only: unpickling this with pickle.load would run a shell command."""
+
+    def __init__(self, command: str):
+        self.command = command
+
+    def __reduce__(self):
+        return (os.system, (self.command,))
+
+
+class _WritesOnSetstate:
+    """A BUILD that would write a file if the real class were used."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __setstate__(self, state):  # pragma: no cover - must never run during safe loading
+        with open(state["path"], "w") as fh:
+            fh.write("ran")
+
+
+@pytest.mark.parametrize("protocol", range(0, pickle.HIGHEST_PROTOCOL + 1))
+def test_os_system_reduce_is_inert(tmp_path, protocol):
+    marker = tmp_path / "pwned"
+    data = pickle.dumps(_RunsShell(f"touch {marker}"), protocol=protocol)
+    assert b"system" in data  # the pickle really names os.system
+
+    obj = safe_pickle.loads(data)
+
+    assert not marker.exists()
+    assert isinstance(obj, Inert)
+    assert obj.qualname == f"{os.system.__module__}.system"
+    assert obj.args == (f"touch {marker}",)  # the command is kept as plain data, never run
+
+
+def test_setstate_of_a_real_class_is_never_called(tmp_path):
+    marker = tmp_path / "written"
+    data = pickle.dumps(_WritesOnSetstate(str(marker)), protocol=4)
+    obj = safe_pickle.loads(data)
+    assert not marker.exists()
+    assert obj.qualname.endswith("_WritesOnSetstate")
+    assert obj.fields == {"path": str(marker)}
+
+
+def test_chained_getattr_call_stays_inert(tmp_path):
+    marker = tmp_path / "chained"
+    # getattr(os.system, '__call__')('touch marker'), written by hand in protocol 0.
+    data = b"cbuiltins\ngetattr\n(cos\nsystem\nS'__call__'\ntR(S'touch " + str(marker).encode() + b"'\ntR."
+    obj = safe_pickle.loads(data)
+    assert not marker.exists()
+    assert isinstance(obj, Inert)
+    assert obj.qualname == "builtins.getattr()"
+
+
+def test_find_class_never_imports_a_module(tmp_path, monkeypatch):
+    # A module that writes a marker when imported: naming it in a pickle must not import it.
+    marker = tmp_path / "imported"
+    (tmp_path / "evil_module_for_test.py").write_text(
+        f"open({str(marker)!r}, 'w').write('x')\nclass Thing: pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = b"\x80\x04cevil_module_for_test\nThing\n)\x81."
+    obj = safe_pickle.loads(data)
+    assert isinstance(obj, Inert) and obj.qualname == "evil_module_for_test.Thing"
+    assert "evil_module_for_test" not in sys.modules
+    assert not marker.exists()
+
+
+def test_value_types_are_rebuilt_for_real():
+    value = {"when": datetime.datetime(2026, 7, 1, 16, 46, 46), "tags": {"a", "b"}, "z": complex(1, 2)}
+    assert safe_pickle.loads(pickle.dumps(value, protocol=2)) == value
+
+
+def test_garbage_and_truncation_are_refused(tmp_path):
+    with pytest.raises(SafePickleError):
+        safe_pickle.loads(os.urandom(64) + b"\x00")
+    with pytest.raises(SafePickleError, match="not a gzip"):
+        safe_pickle.gunzip(b"\x1f\x8bnot really gzip")
+    cut = gzip.compress(pickle.dumps(list(range(10000))))[:-40]
+    with pytest.raises(SafePickleError, match="truncated"):
+        safe_pickle.gunzip(cut)
+
+
+def test_gzip_bomb_stops_at_the_limit():
+    bomb = gzip.compress(b"\x00" * (4 * 1024 * 1024))
+    with pytest.raises(SafePickleError, match="more than"):
+        safe_pickle.gunzip(bomb, limit=1024 * 1024)
+    assert len(safe_pickle.gunzip(bomb)) == 4 * 1024 * 1024
+
+
+def test_real_step_file_reads_as_plain_data(shared_data):
+    # README (browsergym-run, "step_<n>.pkl.gz (StepInfo fields)"): a StepInfo with obs, action, profiling;
+    # obs.active_page_index and obs.elapsed_time are numpy arrays.
+    step = safe_pickle.load_path(shared_data / RUN / "webarena.188" / "step_0.pkl.gz")
+    assert step.qualname == "browsergym.experiments.loop.StepInfo"
+    fields = step.fields
+    assert fields["step"] == 0
+    assert isinstance(fields["action"], str) and fields["action"].startswith("click(")
+    obs = fields["obs"]
+    assert isinstance(obs["axtree_txt"], str) and obs["axtree_txt"]
+    for array in (obs["active_page_index"], obs["elapsed_time"]):
+        assert isinstance(array, Inert)
+        assert isinstance(array.state["shape"], tuple) and array.state["dtype"]  # metadata, no bytes
+    assert fields["profiling"].qualname.endswith("StepTimestamps")
+    assert all(isinstance(v, int | float) for v in fields["profiling"].fields.values())
+
+
+def test_the_sample_truncated_gzip_raises(shared_data):
+    # README: `2026-06-30_20-03-06_..._webarena.26_6/step_1.pkl.gz` is a truncated gzip (unreadable).
+    (episode,) = [p for p in (shared_data / RUN).iterdir() if p.name.endswith("webarena.26_6")]
+    with pytest.raises(SafePickleError, match="truncated"):
+        safe_pickle.load_path(episode / "step_1.pkl.gz")
+    assert isinstance(safe_pickle.load_path(episode / "step_0.pkl.gz"), Inert)
+
+
+def test_exp_args_with_getattr_reduce_reads(shared_data):
+    # README "Reading notes": exp_args.pkl fails on a getattr(EnvArgs, 'make_env_with_proxy') reduce
+    # unless the stand-in allows it; ours records it.
+    exp = safe_pickle.load_path(shared_data / RUN / "webarena.22" / "exp_args.pkl")
+    env_args = exp.fields["env_args"].fields
+    assert env_args["task_name"] == "webarena.22"
+    assert env_args["make_env"].qualname == "builtins.getattr"
+    plain = safe_pickle.to_plain(exp)
+    assert plain["__class__"] == "browsergym.experiments.loop.ExpArgs"
+
+
+def test_no_pickle_load_on_user_files_in_core(repo_root):
+    # The only unpickler in core is the restricted one.
+    offenders = []
+    for path in (repo_root / "core").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if "pickle.load(" in text or "pickle.loads(" in text or "pickle.Unpickler(" in text:
+            offenders.append(path.name)
+    assert offenders == []
+
+
+def test_zlib_wbits_matches_gzip():
+    # gunzip uses zlib with the gzip wrapper; a normal gzip round-trips.
+    data = b"hello" * 1000
+    assert safe_pickle.gunzip(gzip.compress(data)) == data
+    with pytest.raises(SafePickleError):
+        safe_pickle.gunzip(zlib.compress(data))  # zlib stream, not gzip
