@@ -1,0 +1,514 @@
+"""Import original WebArena `render_<task_id>.html` files (RenderHelper output) as one run.
+
+The render holds, per step, the URL, the accessibility-tree observation, the raw model output, the
+action repr and the readable `parsed_action`; its header `<pre>` holds the task config as Python repr.
+PASS/FAIL is never in the render: it comes from the run's logs (`[Result] (PASS|FAIL) <config>`),
+either per-task logs (`log_files/task_<id>_<timestamp>.log`) or one `merge_log.txt`.
+
+Model output is pasted into the HTML unescaped, so it is hostile markup: a `<style>` or `<title>`
+in a tool result swallows the rest of the file (41 of the 812 babelcloud renders), and pasted
+documents bring their own `<html>`/`<select>`/`<template>` tags. Before parsing with a real HTML
+parser we therefore escape every `<` in the body that cannot start one of the harness's own tags;
+the pasted markup then stays the text it was. Everything is read through the parser, never with
+regex over the document.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from core.action_grammar import ParsedAction
+from core.action_grammar.webarena import (
+    EARLY_STOP_PREFIX,
+    ERROR_STOP_PREFIX,
+    describe,
+    element_from_axtree,
+    is_na_answer,
+    parse_webarena_action,
+    stated_action,
+)
+from core.datasets import ensure_tasks
+from core.errors import InputError
+from core.importers.common import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord, import_run
+from core.store import Store, insert_rows, utcnow
+
+SOURCE_FORMAT = "webarena-render"
+_RENDER_NAME = re.compile(r"^render_(\d+)\.html$")
+_TASK_LOG_NAME = re.compile(r"^task_(\d+)_.*\.log$")
+_CONFIG_ID = re.compile(r"(\d+)\.json\s*$")
+_LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
+_SESSION_MODEL = re.compile(r"Starting new session \(model: ([^)\s]+)\)")
+_HEADER_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): ?(.*)$")
+
+# Every '<' after the header that does not start one of the tags RenderHelper writes, in the exact
+# context it writes them, is escaped to '&lt;' so that pasted markup stays the text it was.
+_NOT_HARNESS_TAG = re.compile(
+    r"<(?!"
+    r"h2>New Page</h2>|/h2>\s*<h3 class='url'>|h3 class='url'><a href=|a href=[^\s>]*>URL: |/a></h3>"
+    r"|/h3>\s*<div class='state_obv'>|img src='data:image/|strong>Rank #"
+    r"|/strong>\s*<div class='raw_parsed_prediction'"
+    r"|div class='(?:state_obv|prev_action|predict_action|raw_parsed_prediction|action_object"
+    r"|parsed_action|top_actions)'"
+    r"|(?<=<div class='state_obv'><)pre>|(?<=style='background-color:grey'><)pre>"
+    r"|(?<=style='background-color:yellow'><)pre>"
+    r"|/pre>(?:<div>|</div><div class='(?:action_object|parsed_action)'|</div></div>)"
+    r"|(?<=</pre><)div>|(?<=</pre><)/div>|(?<=</div><)/div>|(?<=</div>\n<)/div>"
+    r"|/div>\n<div class='(?:predict_action|top_actions)'>"
+    r"|/body>|/html>"
+    r")"
+)
+_STEP_PARTS = (
+    "h3.url, div.state_obv, div.prev_action, div.predict_action, div.raw_parsed_prediction, "
+    "div.action_object, div.parsed_action"
+)
+# The harness's feedback after a failed step, shown as the next step's "previous action".
+_STEP_ERROR_PREFIXES = ("The previous prediction you issued", "Attempt to perfom", "Attempt to perform")
+_MAX_LITERAL = 1_000_000  # header values larger than this are kept as text, not literal_eval'd
+# Header values RenderHelper writes with str(), never repr: kept as text even when they look like a literal.
+_TEXT_KEYS = frozenset({"intent", "intent_template", "start_url", "storage_state"})
+
+
+class NotARender(ValueError):
+    """The file is HTML but not a RenderHelper render."""
+
+
+@dataclass
+class RenderStep:
+    url: str | None = None
+    observation: str | None = None
+    prev_action: str | None = None
+    raw_output: str | None = None
+    action_repr: str | None = None
+    parsed_action: str | None = None
+    n_candidates: int = 0
+
+
+@dataclass
+class Render:
+    header: dict[str, Any]
+    steps: list[RenderStep]
+
+
+@dataclass
+class LogResult:
+    task_id: int
+    passed: bool
+    log_path: str
+    elapsed_s: float | None = None
+
+
+@dataclass
+class RenderImportSummary:
+    run: str
+    n_files: int = 0
+    n_tasks: int = 0
+    n_steps: int = 0
+    n_pass: int = 0
+    n_fail: int = 0
+    n_without_log: int = 0
+    terminations: Counter = field(default_factory=Counter)
+    problems: list[Problem] = field(default_factory=list)
+    log_files: int = 0
+
+
+# -- the render file ---------------------------------------------------------------------------------
+
+
+def _text(node: LexborNode | None) -> str | None:
+    return None if node is None else node.text(deep=True)
+
+
+def _first_pre(node: LexborNode) -> LexborNode | None:
+    # The state_obv div is never closed, so it contains every later step: only look at its first child.
+    child = node.child
+    if child is not None and child.tag == "pre":
+        return child
+    return node.css_first("pre")
+
+
+def _literal(value: str) -> Any:
+    """A header value: Python repr (single quotes, True/None) when it parses, else the text itself."""
+    stripped = value.strip()
+    if not stripped or len(stripped) > _MAX_LITERAL or stripped[0] not in "[{('\"-0123456789TFN":
+        return stripped
+    try:
+        return _jsonable(ast.literal_eval(stripped))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return stripped
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_jsonable(v) for v in value), key=repr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return repr(value)
+
+
+def parse_header(text: str) -> dict[str, Any]:
+    """`key: value` lines (values as Python repr); a line without `key:` continues the previous value."""
+    raw: dict[str, str] = {}
+    last = None
+    for line in text.splitlines():
+        match = _HEADER_KEY.match(line)
+        if match and (match.group(1) not in raw):
+            last = match.group(1)
+            raw[last] = match.group(2)
+        elif last is not None:
+            raw[last] += "\n" + line
+    return {key: value.strip() if key in _TEXT_KEYS else _literal(value) for key, value in raw.items()}
+
+
+def parse_render(html: str) -> Render:
+    """The header config and the steps of one render file; NotARender when it is some other HTML."""
+    head, body_tag, body = html.partition("<body>")
+    if not body_tag:
+        raise NotARender("no <body> element")
+    # The header <pre> comes first in the body; inside it every '<' is text.
+    start = body.find("<pre>")
+    end = body.find("</pre>", start)
+    if start < 0 or end < 0 or body[:start].strip():
+        raise NotARender("no task config header (<pre> at the start of the body)")
+    header_text = body[start + len("<pre>") : end].replace("<", "&lt;")
+    rest = _NOT_HARNESS_TAG.sub("&lt;", body[end + len("</pre>") :])
+    tree = LexborHTMLParser(f"{head}<body>{body[:start]}<pre>{header_text}</pre>{rest}")
+    header = parse_header(_text(tree.css_first("body > pre")) or "")
+    if "task_id" not in header and "intent" not in header:
+        raise NotARender("no task config header (<pre> with task_id and intent)")
+    steps: list[RenderStep] = []
+    for node in tree.css(_STEP_PARTS):
+        kind = node.attributes.get("class")
+        if kind == "url":
+            text = (_text(node) or "").strip()
+            steps.append(RenderStep(url=text.removeprefix("URL:").strip() or None))
+            continue
+        if not steps:  # harness parts before any step heading: not from this harness
+            continue
+        step = steps[-1]
+        if kind == "state_obv":
+            step.observation = _text(_first_pre(node))
+        elif kind == "prev_action":
+            step.prev_action = _text(node)
+        elif kind == "predict_action":
+            step.n_candidates += 1
+        elif step.n_candidates > 1:
+            continue  # a variant renderer shows ranked candidates: the first one is the executed one
+        elif kind == "raw_parsed_prediction":
+            step.raw_output = _text(node)
+        elif kind == "action_object":
+            step.action_repr = _text(node)
+        elif kind == "parsed_action":
+            step.parsed_action = (_text(node) or "").strip()
+    return Render(header=header, steps=steps)
+
+
+# -- logs and run metadata -------------------------------------------------------------------------
+
+
+def _log_time(line: str) -> datetime | None:
+    match = _LOG_TIME.match(line)
+    if not match:
+        return None
+    return datetime.strptime(f"{match.group(1)}.{match.group(2)}", "%Y-%m-%d %H:%M:%S.%f")
+
+
+def read_log_results(paths: Sequence[Path]) -> tuple[dict[int, LogResult], Counter]:
+    """`[Result] (PASS|FAIL)` per task (the last one wins) and the models the logs name.
+
+    The task id comes from a per-task log's file name, else from the result line's config path
+    (`.../<id>.json`). Elapsed time runs from the task's `[Config file]` line to its result.
+    """
+    results: dict[int, LogResult] = {}
+    models: Counter = Counter()
+    for path in sorted(paths):
+        name_match = _TASK_LOG_NAME.match(path.name)
+        file_task = int(name_match.group(1)) if name_match else None
+        started: dict[int | None, datetime | None] = {}
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if "[Config file]" in line:
+                    config = _CONFIG_ID.search(line)
+                    task = file_task if file_task is not None else (int(config.group(1)) if config else None)
+                    started[task] = _log_time(line)
+                elif "[Result] (" in line:
+                    at = line.index("[Result] (") + len("[Result] (")
+                    verdict = line[at : at + 4]
+                    if verdict not in ("PASS", "FAIL"):
+                        continue
+                    config = _CONFIG_ID.search(line[at + 5 :])
+                    task = file_task if file_task is not None else (int(config.group(1)) if config else None)
+                    if task is None:
+                        continue
+                    start, end = started.get(task), _log_time(line)
+                    elapsed = (end - start).total_seconds() if start and end else None
+                    results[task] = LogResult(task, verdict == "PASS", str(path), elapsed)
+                elif "Starting new session (model:" in line:
+                    model = _SESSION_MODEL.search(line)
+                    if model:
+                        models[model.group(1)] += 1
+    return results, models
+
+
+def find_logs(root: Path) -> list[Path]:
+    """Logs of a run: `log_files/*.log` and `merge_log.txt` anywhere under root (or root itself)."""
+    if root.is_file():
+        return [root]
+    found = [p for p in root.rglob("*.log") if p.parent.name == "log_files"]
+    found += list(root.rglob("merge_log.txt"))
+    return sorted(set(found))
+
+
+def _all_logs(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    return sorted({*root.rglob("*.log"), *root.rglob("merge_log.txt")})
+
+
+def read_error_file(path: Path) -> dict[int, str]:
+    """`error.txt` written by run.py: the last `[Unhandled Error]` line recorded per task config."""
+    errors: dict[int, str] = {}
+    task = None
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.startswith("[Config file]:"):
+                config = _CONFIG_ID.search(line)
+                task = int(config.group(1)) if config else None
+            elif line.startswith("[Unhandled Error]") and task is not None:
+                errors[task] = line.strip()[:500]
+    return errors
+
+
+def _read_json_config(path: Path, problems: list[Problem]) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except (orjson.JSONDecodeError, OSError) as exc:
+        problems.append(Problem(task_id=None, source_path=str(path), kind="bad_json",
+                                message=f"{path}: not valid JSON ({exc})"))  # fmt: skip
+        return None
+
+
+# -- from render to trajectory -----------------------------------------------------------------------
+
+
+def _step_record(idx: int, step: RenderStep, next_step: RenderStep | None) -> StepRecord:
+    raw = step.raw_output if step.raw_output and step.raw_output.strip() else None
+    executed = step.parsed_action or None
+    action = parse_webarena_action(executed) if executed else None
+    if action is None and executed:
+        action = ParsedAction(raw=executed, verb="unknown")
+    if action is not None and action.element_id and not action.element_role:
+        role, label = element_from_axtree(step.observation, action.element_id)
+        action.element_role = role
+        action.element_label = action.element_label or label
+    error = None
+    if next_step is not None and next_step.prev_action:
+        prev = next_step.prev_action.strip()
+        if prev.startswith(_STEP_ERROR_PREFIXES):
+            error = prev
+    return StepRecord(
+        idx=idx,
+        url=step.url,
+        thought=raw,
+        stated_action=stated_action(raw),
+        executed_action=executed,
+        action=action,
+        readable=describe(action) if action else None,
+        error=error,
+        observations={"axtree": step.observation} if step.observation else {},
+    )
+
+
+def _termination(steps: list[StepRecord], crash: str | None) -> tuple[str, str | None, str | None]:
+    """(termination, detail, final answer) from the last step, per the render README."""
+    if not steps:
+        return "interrupted", "no step was rendered (header only)", None
+    last = steps[-1].action
+    if last is None or last.verb != "answer":
+        if crash:
+            return "error", crash, None
+        return "interrupted", f"the render ends after {len(steps)} steps without a stop action", None
+    answer = last.answer if last.answer is not None else ""
+    if answer.startswith(EARLY_STOP_PREFIX):
+        return "early_stop", answer[len(EARLY_STOP_PREFIX) :].strip(), None
+    if answer.startswith(ERROR_STOP_PREFIX):
+        return "error", answer[len(ERROR_STOP_PREFIX) :].strip(), None
+    if is_na_answer(answer):
+        return "na_answer", None, answer
+    return "answered", None, answer
+
+
+def render_trajectory(
+    task_id: int, episode: str, path: Path, render: Render, crash: str | None, log: LogResult | None
+) -> TrajectoryRecord:
+    steps = [
+        _step_record(i, s, render.steps[i + 1] if i + 1 < len(render.steps) else None)
+        for i, s in enumerate(render.steps)
+    ]
+    termination, detail, answer = _termination(steps, crash)
+    intent = render.header.get("intent")
+    return TrajectoryRecord(
+        task_id=task_id,
+        episode=episode,
+        final_answer=answer,
+        success=None if log is None else log.passed,
+        termination=termination,
+        termination_detail=detail,
+        goal=intent if isinstance(intent, str) else None,
+        task_config=render.header,
+        source_path=str(path),
+        elapsed_s=None if log is None else log.elapsed_s,
+        order_key=episode,
+        steps=steps,
+    )
+
+
+def find_renders(root: Path) -> list[Path]:
+    return sorted(root.rglob("render_*.html"))
+
+
+def _episodes(paths: list[tuple[int, Path]], root: Path) -> dict[Path, str]:
+    """'0' for a task's only render; the render's folder (relative to root) when a task has several."""
+    per_task = Counter(task for task, _ in paths)
+    return {
+        path: "0" if per_task[task] == 1 else (path.parent.relative_to(root).as_posix() or ".")
+        for task, path in paths
+    }
+
+
+def import_webarena_render(
+    store: Store,
+    directory: str | Path,
+    run: str,
+    *,
+    logs: str | Path | None = None,
+    agent: str | None = None,
+    model: str | None = None,
+    paradigm: Paradigm = "step_by_step",
+    on_progress: Callable[[int, int], None] | None = None,
+) -> RenderImportSummary:
+    """Import every `render_<id>.html` under `directory` as run `run` (replacing a run of that name)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError(root, "not a directory")
+    problems: list[Problem] = []
+    named: list[tuple[int, Path]] = []
+    for path in find_renders(root):
+        match = _RENDER_NAME.match(path.name)
+        if not match:
+            problems.append(Problem(task_id=None, source_path=str(path), kind="bad_file_name",
+                                    message=f"{path}: not named render_<task_id>.html"))  # fmt: skip
+            continue
+        named.append((int(match.group(1)), path))
+    if not named:
+        raise InputError(root, "no render_<task_id>.html files found")
+
+    if logs is not None:
+        log_root = Path(logs)
+        if not log_root.exists():
+            raise InputError(log_root, "no such file or directory")
+        log_paths = _all_logs(log_root)
+        if not log_paths:
+            raise InputError(log_root, "no *.log or merge_log.txt files found")
+    else:
+        log_paths = find_logs(root)
+    log_results, log_models = read_log_results(log_paths)
+
+    # Run metadata written next to the renders by run.py.
+    folders = sorted({p.parent for _, p in named})
+    config = None
+    crashes: dict[Path, dict[int, str]] = {}
+    for folder in folders:
+        if config is None and (folder / "config.json").is_file():
+            config = _read_json_config(folder / "config.json", problems)
+        if (folder / "error.txt").is_file():
+            crashes[folder] = read_error_file(folder / "error.txt")
+    if model is None and isinstance(config, dict) and isinstance(config.get("model"), str):
+        model = config["model"]
+    if model is None and log_models:
+        model = log_models.most_common(1)[0][0]
+
+    ensure_tasks(store)
+    known = {t for (t,) in store.query("SELECT task_id FROM tasks")}
+    episodes = _episodes(named, root)
+    trajectories: list[TrajectoryRecord] = []
+    summary = RenderImportSummary(run=run, n_files=len(named), log_files=len(log_paths))
+    for done, (task_id, path) in enumerate(named):
+        if on_progress:
+            on_progress(done, len(named))
+        try:
+            render = parse_render(path.read_bytes().decode("utf-8", errors="replace"))
+        except NotARender as exc:
+            problems.append(Problem(task_id=task_id, source_path=str(path), kind="not_a_render",
+                                    message=f"{path}: not a WebArena render file ({exc})"))  # fmt: skip
+            continue
+        except OSError as exc:
+            problems.append(Problem(task_id=task_id, source_path=str(path), kind="unreadable",
+                                    message=f"{path}: cannot be read ({exc.strerror or exc})"))  # fmt: skip
+            continue
+        header_id = render.header.get("task_id")
+        if isinstance(header_id, int) and header_id != task_id:
+            problems.append(Problem(task_id=task_id, source_path=str(path), kind="task_id_mismatch",
+                                    message=f"{path}: header says task {header_id}; the file name wins"))  # fmt: skip
+        if known and task_id not in known:
+            problems.append(Problem(task_id=task_id, source_path=str(path), kind="unknown_task",
+                                    message=f"{path}: task {task_id} is not in the task dataset"))  # fmt: skip
+        missing = [i for i, s in enumerate(render.steps) if s.parsed_action is None]
+        if missing:
+            problems.append(Problem(task_id=task_id, source_path=str(path), kind="damaged_step",
+                                    message=f"{path}: step(s) {missing} have no parsed_action"))  # fmt: skip
+        crash = crashes.get(path.parent, {}).get(task_id)
+        trajectories.append(
+            render_trajectory(task_id, episodes[path], path, render, crash, log_results.get(task_id))
+        )
+    if on_progress:
+        on_progress(len(named), len(named))
+
+    rendered = {t.task_id for t in trajectories}
+    for task_id in sorted(set(log_results) - rendered):
+        problems.append(Problem(task_id=task_id, source_path=log_results[task_id].log_path,
+                                kind="missing_render",
+                                message=f"{log_results[task_id].log_path}: a result for task {task_id} "
+                                "but no render file"))  # fmt: skip
+    now = utcnow()
+    evaluations = [
+        {"run": run, "task_id": r.task_id, "status": "success" if r.passed else "failure",
+         "score": 1.0 if r.passed else 0.0, "source": "source-log", "evaluated_at": now}
+        for r in sorted(log_results.values(), key=lambda r: r.task_id)
+    ]  # fmt: skip
+    meta = RunMeta(
+        name=run, source_format=SOURCE_FORMAT, source_path=str(directory), agent=agent, model=model,
+        paradigm=paradigm, config=config, n_tasks=len(rendered),
+        notes=f"PASS/FAIL from {len(log_paths)} log file(s)" if log_paths else "no logs: success unknown",
+    )  # fmt: skip
+    import_run(
+        store,
+        meta,
+        trajectories,
+        problems,
+        extra_writes=[lambda cur: insert_rows(cur, "evaluations", evaluations)],
+    )
+
+    summary.n_tasks = len(rendered)
+    summary.n_steps = sum(len(t.steps) for t in trajectories)
+    summary.n_pass = sum(1 for r in log_results.values() if r.passed)
+    summary.n_fail = sum(1 for r in log_results.values() if not r.passed)
+    summary.n_without_log = len(rendered - set(log_results))
+    summary.terminations = Counter(t.termination for t in trajectories)
+    summary.problems = problems
+    return summary
