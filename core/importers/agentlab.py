@@ -316,6 +316,8 @@ def _classify(
         (answer_call(s.executed_action) for s in reversed(executed) if answer_call(s.executed_action)), None
     )
     if terminated is True:
+        if answer is None and unreadable:
+            return "none", "ended by the environment; unreadable: " + "; ".join(unreadable)
         if answer is None:
             # WebArena ends an episode by itself once a navigation/mutation goal is reached.
             return "answered", "the environment ended the episode without a message (goal reached)"
