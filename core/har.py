@@ -1,0 +1,709 @@
+"""Network traces (HAR files, Playwright traces): parse once, derive `network_events` rows.
+
+A trace is read as a stream of entries (memory stays bounded for huge HARs), each entry exactly as in
+the file. The static-asset rule and the navigation predicate mirror the official
+`webarena_verified.types.tracing.NetworkEvent` (tests compare both on real HARs); secrets are redacted
+before anything is stored.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+import zipfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlparse
+
+import numpy as np
+import orjson
+import pyarrow as pa
+
+from core.errors import InputError
+
+# The official suffix list (NetworkEvent.is_evaluation_event): these requests never count for evaluation.
+STATIC_ASSET_SUFFIXES = (
+    ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".woff", ".woff2", ".ttf", ".ico", ".webp",
+)  # fmt: skip
+MUTATION_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+REDACTED = "[REDACTED]"
+PLAYWRIGHT_NETWORK_FILE = "trace.network"
+
+# Header names whose values are secrets: the official submission sanitiser's patterns (auth, token, key,
+# secret) plus cookies, CSRF/XSRF and sessions, which that sanitiser keeps but we never store.
+_SECRET_HEADER = re.compile(
+    r"^(?!:authority$).*(auth|token|key|secret|cookie|csrf|xsrf|session|password)", re.IGNORECASE
+)
+# Query/form field names whose values are secrets (GitLab private_token, Magento form_key, passwords).
+_SECRET_FIELD = re.compile(
+    r"token|csrf|xsrf|secret|passw|passwd|pwd|api[-_]?key|apikey|auth|session|form_key|sid$|signature",
+    re.IGNORECASE,
+)
+_SECRET_VALUE = re.compile(r"^\s*(bearer|basic|token|digest)\s+\S", re.IGNORECASE)
+_SECRET_QUERY_PARAM = re.compile(
+    r"([?&;][^=&#;]*?(?:" + _SECRET_FIELD.pattern + r")[^=&#;]*=)([^&#;]*)", re.I
+)
+# Values shorter than this are not searched for elsewhere (a cookie "1" would redact every digit).
+_MIN_SECRET_LEN = 6
+
+_BLOCK_SIZE = 4 << 20
+# Byte classes for the structural scan of a HAR.
+_QUOTE, _BACKSLASH, _OPEN, _CLOSE = 1, 2, 3, 4
+_CLASS_TABLE = bytes(
+    {0x22: _QUOTE, 0x5C: _BACKSLASH, 0x7B: _OPEN, 0x5B: _OPEN, 0x7D: _CLOSE, 0x5D: _CLOSE}.get(b, 0)
+    for b in range(256)
+)  # bytes scanned per step when streaming a HAR
+_WHITESPACE = b" \t\r\n"
+
+
+# -- official predicates, mirrored ---------------------------------------------------------------------
+@lru_cache(maxsize=65536)
+def url_path(url: str) -> str:
+    """The path component exactly as the official engine computes it (`urlparse(url).path`)."""
+    return urlparse(url).path
+
+
+def is_static_asset(url: str) -> bool:
+    """True when the official engine ignores the request (not an evaluation event)."""
+    return url_path(url).endswith(STATIC_ASSET_SUFFIXES)
+
+
+def is_navigation(method: str, headers: dict[str, str]) -> bool:
+    """The official navigation predicate; `headers` maps lower-cased names to lower-cased values."""
+    if method != "GET":
+        return False
+    if "sec-fetch-user" in headers:
+        return (
+            headers.get("sec-fetch-dest") == "document"
+            and headers.get("sec-fetch-mode") == "navigate"
+            and headers.get("sec-fetch-user") == "?1"
+            and "text/html" in headers.get("accept", "")
+        )
+    return headers.get("accept", "").startswith("text/html")
+
+
+def event_type(method: str | None, navigation: bool) -> str:
+    if navigation:
+        return "navigation"
+    if method in MUTATION_METHODS:
+        return "mutation"
+    return "other"
+
+
+# -- loading ---------------------------------------------------------------------------------------------
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Parsing allocates millions of small containers; the cyclic GC would rescan them all (5x slower)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def load_har_entries(path: Path) -> list[dict]:
+    """The HAR's `log.entries`, each dict exactly as in the file; InputError when the file is unusable."""
+    with gc_paused():
+        return list(iter_har_entries(Path(path)))
+
+
+def load_trace_entries(path: Path) -> list[dict]:
+    """Entries of a HAR file or a Playwright trace (zip, `trace.network`, or a directory holding it)."""
+    with gc_paused():
+        return list(iter_trace_entries(Path(path)))
+
+
+def iter_trace_entries(path: Path) -> Iterator[dict]:
+    """Stream the entries of any supported trace; see `iter_har_entries` for error semantics."""
+    path = Path(path)
+    if path.is_dir() or path.suffix == ".zip" or path.name.endswith(".network"):
+        return iter_playwright_entries(path)
+    return iter_har_entries(path)
+
+
+def iter_playwright_entries(path: Path) -> Iterator[dict]:
+    """HAR-entry-like dicts of a Playwright trace: the `snapshot` of each `resource-snapshot` line.
+
+    This is what the official `load_playwright_trace` turns into events, in the same order.
+    """
+    path = Path(path)
+    if path.suffix == ".zip":
+        try:
+            archive = zipfile.ZipFile(path)
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise InputError(path, f"not a readable zip archive ({exc})") from None
+        with archive:
+            if PLAYWRIGHT_NETWORK_FILE not in archive.namelist():
+                raise InputError(path, f"no {PLAYWRIGHT_NETWORK_FILE} in the Playwright trace")
+            # Read the one member as a stream: nothing is extracted to disk.
+            with archive.open(PLAYWRIGHT_NETWORK_FILE) as lines:
+                yield from _playwright_lines(path, lines)
+        return
+    file = path / PLAYWRIGHT_NETWORK_FILE if path.is_dir() else path
+    try:
+        handle = file.open("rb")
+    except OSError as exc:
+        raise InputError(file, f"cannot read ({exc.strerror or exc})") from None
+    with handle:
+        yield from _playwright_lines(file, handle)
+
+
+def _playwright_lines(path: Path, lines: Iterable[bytes]) -> Iterator[dict]:
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(path, f"line {number}: {_json_reason(exc)}") from None
+        if isinstance(item, dict) and item.get("type") == "resource-snapshot":
+            snapshot = item.get("snapshot")
+            if not isinstance(snapshot, dict):
+                raise InputError(path, f"line {number}: resource-snapshot without a snapshot object")
+            yield snapshot
+
+
+def _json_reason(exc: Exception) -> str:
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "utf-8" in message.lower() or "utf8" in message.lower():
+        return f"not UTF-8 text ({message})"
+    return f"invalid JSON ({message})"
+
+
+def iter_har_entries(path: Path, block_size: int = _BLOCK_SIZE) -> Iterator[dict]:
+    """Stream `log.entries` of a HAR file with bounded memory: one block plus one entry at a time.
+
+    A vectorised scan finds the entries array and each entry's byte range (outside JSON strings);
+    each entry is then parsed by orjson. Whatever lies outside the entries array is validated at the end
+    (so an InputError may come after some entries were yielded: callers discard partial results).
+    """
+    path = Path(path)
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
+    with handle:
+        yield from _HarScanner(path).run(handle, block_size)
+
+
+class _HarScanner:
+    """State machine over blocks: header (before `log.entries[`), entries, trailer (after `]`)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.skeleton = bytearray()  # the file minus the entries' contents: validated at the end
+        self.buf = bytearray()  # unconsumed bytes of the entries array
+        self.phase = "header"
+        self.depth = 0
+        self.in_string = False
+        self.escaped_next = False
+        self.array_depth = -1  # depth inside log.entries
+        self.in_log = False
+        self.entry_start = -1  # position in buf of the open entry, -1 when between entries
+        self.last_end = 0  # position in buf after the previous entry (or after `[`)
+        self.n_entries = 0
+        self.total = 0
+        self.block_start = 0
+
+    def fail(self, reason: str) -> InputError:
+        return InputError(self.path, reason)
+
+    def run(self, handle, block_size: int) -> Iterator[dict]:
+        while block := handle.read(block_size):
+            self.total += len(block)
+            yield from self._block(block)
+        yield from self._finish()
+
+    # one block -------------------------------------------------------------------------------------------
+    def _block(self, block: bytes) -> Iterator[dict]:
+        pos, opens, depth_after = self._structure(block)
+        if self.phase == "trailer":
+            self.skeleton += block
+            return
+        self.block_start = len(self.buf)  # block positions + block_start = positions in buf
+        self.buf += block
+        i = 0
+        if self.phase == "header":
+            i = self._find_entries_array(pos, opens, depth_after)
+            if self.phase == "header":
+                self.skeleton += self.buf
+                self.buf.clear()
+                return
+        if self.phase == "entries":
+            yield from self._entries(pos[i:], opens[i:], depth_after[i:])
+        if self.phase == "entries":
+            # Keep only the open entry (or the gap since the last one) for the next block.
+            cut = self.entry_start if self.entry_start >= 0 else self.last_end
+            del self.buf[:cut]
+            self.last_end -= cut
+            if self.entry_start >= 0:
+                self.entry_start -= cut
+
+    def _structure(self, block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions of `{[]}` outside strings, whether each opens, and the depth after each."""
+        # One C-speed pass classifies every byte; only the few interesting ones reach numpy.
+        cls = np.frombuffer(block.translate(_CLASS_TABLE), dtype=np.uint8)
+        where = np.flatnonzero(cls)
+        kinds = cls[where]
+        is_quote = kinds == _QUOTE
+        backslashes = where[kinds == _BACKSLASH]
+        escaped_first = self.escaped_next
+        self.escaped_next = False
+        if backslashes.size:
+            quotes = where[is_quote]
+            run_start = backslashes[np.r_[True, np.diff(backslashes) != 1]]
+            # A quote is escaped when the backslash run just before it has odd length.
+            after_backslash = quotes > 0
+            after_backslash[after_backslash] = cls[quotes[after_backslash] - 1] == _BACKSLASH
+            candidates = quotes[after_backslash]
+            if candidates.size:
+                starts = run_start[np.searchsorted(run_start, candidates - 1, side="right") - 1]
+                lengths = candidates - starts - ((starts == 0) & escaped_first)
+                escaped = candidates[lengths % 2 == 1]
+                if escaped.size:
+                    is_quote[np.searchsorted(where, escaped)] = False
+            if backslashes[-1] == cls.size - 1:
+                start = int(run_start[-1])
+                self.escaped_next = bool((cls.size - start - int(start == 0 and escaped_first)) % 2)
+        if escaped_first and cls.size and cls[0] == _QUOTE:
+            is_quote[0] = False
+        # Quote parity before each token tells whether it lies inside a string.
+        parity = (np.cumsum(is_quote) - is_quote + int(self.in_string)) % 2
+        bracket = (kinds >= _OPEN) & (parity == 0)
+        pos = where[bracket]
+        opens = kinds[bracket] == _OPEN
+        depth_after = self.depth + np.cumsum(np.where(opens, 1, -1))
+        if depth_after.size:
+            self.depth = int(depth_after[-1])
+        self.in_string ^= bool(int(np.count_nonzero(is_quote)) % 2)
+        return pos, opens, depth_after
+
+    def _key_before(self, end: int) -> bytes | None:
+        """The JSON key right before position `end` in buf (`"key" :`), if any."""
+        match = re.search(rb'"([^"\\]{1,32})"[ \t\r\n]*:[ \t\r\n]*$', self.buf[max(0, end - 256) : end])
+        return match.group(1) if match else None
+
+    def _find_entries_array(self, pos, opens, depth_after) -> int:
+        """Walk the header's structure; on `log.entries[` switch to the entries phase."""
+        for i in range(pos.size):
+            depth_before = int(depth_after[i]) - (1 if opens[i] else -1)
+            if not opens[i]:
+                if depth_before == 2:
+                    self.in_log = False
+                continue
+            p = self.block_start + int(pos[i])
+            if depth_before == 1:
+                self.in_log = self.buf[p] == 0x7B and self._key_before(p) == b"log"
+            elif (
+                depth_before == 2
+                and self.in_log
+                and self.buf[p] == 0x5B
+                and self._key_before(p) == b"entries"
+            ):
+                self.skeleton += self.buf[: p + 1]
+                del self.buf[: p + 1]
+                self.block_start -= p + 1
+                self.phase = "entries"
+                self.array_depth = depth_before + 1
+                self.last_end = 0
+                return i + 1
+        return pos.size
+
+    def _entries(self, pos, opens, depth_after) -> Iterator[dict]:
+        block_start = self.block_start
+        depth_before = depth_after - np.where(opens, 1, -1)
+        d = self.array_depth
+        boundary = (opens & (depth_before == d)) | (~opens & (depth_after <= d))
+        idx = np.flatnonzero(boundary)
+        # Plain lists iterate far faster than numpy scalars.
+        for p, is_open, depth in zip(
+            (pos[idx] + block_start).tolist(), opens[idx].tolist(), depth_after[idx].tolist(), strict=True
+        ):
+            if is_open:
+                if self.buf[p] != 0x7B:
+                    raise self.fail(f"log.entries[{self.n_entries}] is not an object")
+                self._check_gap(self.last_end, p, first=self.n_entries == 0)
+                self.entry_start = p
+            elif depth == d:
+                try:
+                    with memoryview(self.buf) as view:  # no copy of the entry's bytes
+                        entry = orjson.loads(view[self.entry_start : p + 1])
+                except orjson.JSONDecodeError as exc:
+                    raise self.fail(f"log.entries[{self.n_entries}]: {_json_reason(exc)}") from None
+                self.n_entries += 1
+                self.entry_start = -1
+                self.last_end = p + 1
+                yield entry
+            else:  # the array closes
+                if self.buf[p] != 0x5D:
+                    raise self.fail("invalid JSON (log.entries is not closed by ']')")
+                self._check_gap(self.last_end, p, first=True)
+                self.skeleton += self.buf[p:]
+                self.buf.clear()
+                self.phase = "trailer"
+                return
+
+    def _check_gap(self, start: int, end: int, *, first: bool) -> None:
+        gap = bytes(self.buf[start:end]).strip(_WHITESPACE)
+        if gap != (b"" if first else b","):
+            raise self.fail(f"invalid JSON between log.entries[{self.n_entries - 1}] and the next item")
+
+    def _finish(self) -> Iterator[dict]:
+        if self.total == 0:
+            raise self.fail("empty file (0 bytes)")
+        if self.phase == "entries":
+            raise self.fail(f"truncated JSON (log.entries not closed after {self.n_entries} entries)")
+        skeleton = self.skeleton + self.buf
+        try:
+            har = orjson.loads(bytes(skeleton))
+        except orjson.JSONDecodeError as exc:
+            raise self.fail(_json_reason(exc)) from None
+        if not isinstance(har, dict) or not isinstance(har.get("log"), dict):
+            raise self.fail("not a HAR file (no log object)")
+        entries = har["log"].get("entries")
+        if not isinstance(entries, list):
+            raise self.fail("not a HAR file (no log.entries list)")
+        if self.phase == "header":  # the scan did not recognise the array (e.g. escaped key): use the parse
+            for n, entry in enumerate(entries):
+                if not isinstance(entry, dict):
+                    raise self.fail(f"log.entries[{n}] is not an object")
+                yield entry
+
+
+# -- network_events rows ---------------------------------------------------------------------------------
+NETWORK_EVENTS_SCHEMA = pa.schema(
+    [
+        ("run", pa.string()), ("task_id", pa.int32()), ("seq", pa.int32()),
+        ("started_at", pa.timestamp("us", tz="UTC")), ("time_ms", pa.float64()), ("method", pa.string()),
+        ("url", pa.string()), ("url_path", pa.string()), ("query", pa.string()), ("status", pa.int32()),
+        ("mime_type", pa.string()), ("size", pa.int64()), ("referer", pa.string()),
+        ("redirect_url", pa.string()), ("post_data", pa.string()), ("is_static_asset", pa.bool_()),
+        ("is_navigation", pa.bool_()), ("event_type", pa.string()), ("request_headers", pa.string()),
+    ]
+)  # fmt: skip
+_ROW_COLUMNS = tuple(NETWORK_EVENTS_SCHEMA.names)[2:]
+_TYPES = {field.name: field.type for field in NETWORK_EVENTS_SCHEMA}
+_TIMESTAMP = _TYPES["started_at"]
+_MAX_SECRETS = 512  # distinct secret values remembered per trace (bounds the scrub cost)
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _timestamps(values: Iterable[Any]) -> pa.Array:
+    """HAR `startedDateTime` strings as UTC timestamps: Arrow's ISO parser, per value if any is odd."""
+    values = list(values)
+    try:
+        return pa.array(values, pa.string()).cast(_TIMESTAMP)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([_parse_time(v) for v in values], _TIMESTAMP)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=_UTC)
+
+
+_UTC = datetime.fromisoformat("2000-01-01T00:00:00+00:00").tzinfo
+
+
+def _redact_fields(value: Any) -> Any:
+    """Replace the values of secret-looking keys (passwords, tokens, form keys) at any depth."""
+    if isinstance(value, dict):
+        return {
+            k: (REDACTED if isinstance(k, str) and _SECRET_FIELD.search(k) else _redact_fields(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_redact_fields(v) for v in value]
+    return value
+
+
+def _cookie_values(header_value: str) -> Iterator[str]:
+    for part in header_value.split(";"):
+        _, sep, value = part.partition("=")
+        if sep:
+            yield value.strip()
+
+
+class _Secrets:
+    """Secret values seen in a trace (cookies, auth headers): scrubbed from every stored text."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, None] = {}  # insertion-ordered set
+        self.pattern: re.Pattern[str] | None = None
+
+    def add(self, value: Any) -> None:
+        if not isinstance(value, str) or len(value) < _MIN_SECRET_LEN or len(self.values) >= _MAX_SECRETS:
+            return
+        for v in (value, unquote(value)):
+            if len(v) >= _MIN_SECRET_LEN and v not in self.values:
+                self.values[v] = None
+                self.pattern = None
+
+    def scrub(self, text: str | None) -> str | None:
+        if not text or not self.values:
+            return text
+        if len(self.values) <= 8:  # substring tests are far cheaper than a regex for a few values
+            for v in self.values:
+                if v in text:
+                    text = text.replace(v, REDACTED)
+            return text
+        if self.pattern is None:
+            alternatives = sorted(self.values, key=len, reverse=True)
+            self.pattern = re.compile("|".join(re.escape(v) for v in alternatives))
+        return self.pattern.sub(REDACTED, text)
+
+
+_HEADER_INFO: dict[str, tuple[str, bool]] = {}
+
+
+def _header_info(name: str) -> tuple[str, bool]:
+    """(lower-cased name, whether its value is a secret), cached: header names repeat endlessly."""
+    info = _HEADER_INFO.get(name)
+    if info is None:
+        key = name.lower()
+        info = (key, bool(_SECRET_HEADER.search(key)))
+        if len(_HEADER_INFO) < 4096:
+            _HEADER_INFO[name] = info
+    return info
+
+
+# Headers the official navigation predicate reads (it lower-cases their values).
+_PREDICATE_HEADERS = frozenset({"accept", "sec-fetch-user", "sec-fetch-dest", "sec-fetch-mode"})
+
+
+def _redact_url(url: str | None) -> str | None:
+    if url and ("?" in url or ";" in url):
+        return _SECRET_QUERY_PARAM.sub(lambda m: m.group(1) + REDACTED, url)
+    return url
+
+
+@lru_cache(maxsize=65536)
+def _query_json(url: str) -> str | None:
+    query = urlparse(url).query
+    if not query:
+        return None
+    params: dict[str, Any] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        value = REDACTED if _SECRET_FIELD.search(name) else value
+        if name in params:  # repeated parameter: keep every value, in order
+            prior = params[name]
+            params[name] = [*prior, value] if isinstance(prior, list) else [prior, value]
+        else:
+            params[name] = value
+    return _dumps(params)
+
+
+def _post_data(request: dict) -> Any:
+    post = request.get("postData")
+    if not isinstance(post, dict):
+        return None
+    from webarena_verified.core.utils.network_event_utils import parse_har_content
+
+    try:  # the engine's own parser, so we show what it compares
+        parsed = parse_har_content(post)
+    except Exception:  # hostile bodies must not stop an import; the engine will report them itself
+        return None
+    return None if parsed is None else _redact_fields(parsed)
+
+
+def _static_stub(entry: dict, request: dict, response: dict) -> dict:
+    """What the engine needs of a static asset (nothing beyond its URL: it filters them out first)."""
+    return {
+        "startedDateTime": entry.get("startedDateTime"),
+        "time": entry.get("time"),
+        "request": {"method": request.get("method"), "url": request.get("url"), "headers": []},
+        "response": {"status": response.get("status"), "redirectURL": "", "headers": [], "cookies": []},
+    }
+
+
+class NetworkEventsBuilder:
+    """Accumulates `network_events` columns for one task's trace, one entry at a time.
+
+    `add` returns what to hand the scoring engine for that entry: the entry itself, or a small stub for
+    static assets (the engine ignores them), so memory for huge traces stays bounded.
+    """
+
+    def __init__(self, run: str, task_id: int):
+        self.run = run
+        self.task_id = task_id
+        self.rows: list[tuple] = []  # one tuple per entry, columns _ROW_COLUMNS (run/task_id are constant)
+        self.secrets = _Secrets()
+        self.malformed: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _flag(self, what: str) -> None:
+        self.malformed[what] = self.malformed.get(what, 0) + 1
+
+    def add(self, entry: Any) -> Any:
+        """Add the next entry (seq = entries added so far); returns what the engine gets for it."""
+        if type(entry) is not dict:
+            self._flag("entries that are not objects")
+            entry_d: dict = {}
+        else:
+            entry_d = entry
+        request = entry_d.get("request")
+        if type(request) is not dict:
+            self._flag("entries without a request")
+            request = {}
+        response = entry_d.get("response")
+        if type(response) is not dict:
+            self._flag("entries without a response")
+            response = {}
+        headers_list = request.get("headers")
+        if type(headers_list) is not list:
+            self._flag("entries without request headers")
+            headers_list = ()
+
+        secrets = self.secrets
+        # Collect this entry's secret values first, so they are scrubbed from this very entry too.
+        for cookies in (request.get("cookies"), response.get("cookies")):
+            if cookies and type(cookies) is list:
+                for cookie in cookies:
+                    if type(cookie) is dict:
+                        secrets.add(cookie.get("value"))
+        response_headers = response.get("headers")
+        if response_headers and type(response_headers) is list:
+            for header in response_headers:
+                try:
+                    name = header["name"]
+                    if name[0] in "sS" and name.lower() == "set-cookie":
+                        for line in str(header["value"]).splitlines():
+                            secrets.add(line.split(";", 1)[0].partition("=")[2].strip())
+                except (TypeError, KeyError, IndexError, AttributeError):
+                    continue
+        lowered: dict[str, str] = {}
+        shown: dict[str, str] = {}
+        for header in headers_list:
+            try:
+                name, value = header["name"], header["value"]
+                key, secret = _header_info(name)
+            except (TypeError, KeyError, AttributeError):
+                continue
+            if type(value) is not str:
+                continue
+            if key in _PREDICATE_HEADERS:
+                lowered[key] = value.lower()
+            if secret or (value[:1] in "BbTtDd" and _SECRET_VALUE.match(value)):
+                if key == "cookie":
+                    for v in _cookie_values(value):
+                        secrets.add(v)
+                secrets.add(value)
+                secrets.add(value.split(None, 1)[-1])
+                shown[key] = REDACTED
+            elif key in shown:
+                shown[key] = f"{shown[key]}, {value}"
+            else:
+                shown[key] = value
+
+        method = request.get("method")
+        method = method if type(method) is str else None
+        url = request.get("url")
+        url = url if type(url) is str else None
+        path = url_path(url) if url is not None else None
+        static = path is not None and path.endswith(STATIC_ASSET_SUFFIXES)
+        navigation = method is not None and is_navigation(method, lowered)
+        content = response.get("content")
+        if type(content) is not dict:
+            content = {}
+        size = _number(content.get("size"))
+        if size is None or size < 0:
+            size = _number(response.get("bodySize"))
+        status = response.get("status")
+        redirect = response.get("redirectURL")
+        mime = content.get("mimeType")
+        post = _post_data(request) if "postData" in request else None
+        scrub = secrets.scrub
+        self.rows.append(
+            (
+                len(self.rows),
+                entry_d.get("startedDateTime"),
+                _number(entry_d.get("time")),
+                method,
+                scrub(_redact_url(url)),
+                scrub(path),
+                scrub(_query_json(url)) if url else None,
+                status if type(status) is int else None,
+                mime if type(mime) is str else None,
+                int(size) if size is not None and size >= 0 else None,
+                scrub(_redact_url(shown.get("referer"))),
+                scrub(_redact_url(redirect)) if redirect and type(redirect) is str else None,
+                None if post is None else scrub(_dumps(post)),
+                static,
+                navigation,
+                event_type(method, navigation),
+                scrub(_dumps(shown)),
+            )
+        )
+        if static and entry_d is entry:
+            return _static_stub(entry_d, request, response)
+        return entry
+
+    def table(self) -> pa.Table:
+        n = len(self.rows)
+        columns = zip(*self.rows, strict=True) if n else ([] for _ in _ROW_COLUMNS)
+        arrays = [
+            pa.repeat(pa.scalar(self.run, pa.string()), n),
+            pa.repeat(pa.scalar(self.task_id, pa.int32()), n),
+        ]
+        for name, values in zip(_ROW_COLUMNS, columns, strict=True):
+            arrays.append(_timestamps(values) if name == "started_at" else pa.array(values, _TYPES[name]))
+        return pa.Table.from_arrays(arrays, schema=NETWORK_EVENTS_SCHEMA)
+
+
+def network_events_table(run: str, task_id: int, entries: Iterable[Any]) -> pa.Table:
+    """`network_events` rows of one task's trace as an Arrow table (seq = index of the entry)."""
+    builder = NetworkEventsBuilder(run, task_id)
+    for entry in entries:
+        builder.add(entry)
+    return builder.table()
+
+
+def network_event_rows(run: str, task_id: int, entries: Iterable[Any]) -> list[dict]:
+    """`network_events` rows of one task's trace as dicts (seq = index of the entry)."""
+    return network_events_table(run, task_id, entries).to_pylist()
+
+
+@dataclass
+class ParsedTrace:
+    """One task's trace, read once: its stored rows and what the scoring engine gets."""
+
+    path: Path
+    events: pa.Table
+    scoring_entries: list[Any]  # same length and order as the trace; static assets reduced to stubs
+    malformed: dict[str, int]  # shape problems found in entries: {description: count}
+
+
+def parse_trace(path: Path, run: str, task_id: int) -> ParsedTrace:
+    """Read a trace file once (streaming): InputError if unusable, nothing partial returned."""
+    builder = NetworkEventsBuilder(run, task_id)
+    scoring: list[Any] = []
+    with gc_paused():
+        for entry in iter_trace_entries(Path(path)):
+            scoring.append(builder.add(entry))
+        table = builder.table()
+    return ParsedTrace(Path(path), table, scoring, builder.malformed)
