@@ -21,8 +21,17 @@ def _tasks(store: Store) -> str:
     return "tasks: " + ", ".join(f"{name} {n}" for name, n in counts.items())
 
 
+def _agentlab_sample(store: Store) -> str:
+    # The real BrowserGym/AgentLab sample (13 episodes, every ending); model read from its step files.
+    from core.importers.agentlab import import_agentlab
+    from core.paths import shared_data_dir
+
+    s = import_agentlab(store, shared_data_dir() / "browsergym-run", "agentlab-sample", agent="GenericAgent")
+    return f"agentlab-sample: {s.n_episodes} episodes, {s.n_steps} steps, {s.n_problems} problems"
+
+
 def demo_steps() -> list[DemoStep]:
-    return [_tasks]
+    return [_tasks, _agentlab_sample]
 
 
 def build_demo(path: Path = DEMO_DB, on_progress: Callable[[int, int], None] | None = None) -> list[str]:
