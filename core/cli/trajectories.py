@@ -1,9 +1,121 @@
-"""CLI commands of the trajectories area (filled in by its issue)."""
+"""CLI commands of the trajectories area: import WebArena renders, human gold, trajreview JSONL."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from core.cli import ui
+
+PARADIGMS = ("step_by_step", "tree_search", "full_plan", "human", "unknown")
+Paradigm = typer.Option(help="step_by_step, tree_search, full_plan, human or unknown.")
+
+
+def _check_paradigm(paradigm: str) -> str:
+    if paradigm not in PARADIGMS:
+        raise typer.BadParameter(
+            f"{paradigm!r} is not one of {', '.join(PARADIGMS)}", param_hint="--paradigm"
+        )
+    return paradigm
+
+
+def _problems(problems: list) -> None:
+    if problems:
+        ui.console.print(f"{len(problems)} problem(s) recorded (see import_problems):")
+        for p in problems[:10]:
+            ui.console.print(f"  {p.kind}: {p.message}", markup=False, highlight=False)
+        if len(problems) > 10:
+            ui.console.print(f"  … and {len(problems) - 10} more")
+
+
+def import_webarena_render_cmd(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path, typer.Argument(help="Folder with render_<task_id>.html files (searched recursively).")
+    ],
+    run: Annotated[str, typer.Option("--run", help="Run name (a run of that name is replaced).")],
+    logs: Annotated[
+        Path | None,
+        typer.Option(
+            "--logs", help="Log folder or file with [Result] (PASS|FAIL) lines; default: logs found in DIR."
+        ),
+    ] = None,
+    agent: Annotated[str | None, typer.Option(help="Agent name.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name (default: config.json or the logs).")] = None,
+    paradigm: Annotated[str, Paradigm] = "step_by_step",
+) -> None:
+    """Import original WebArena render_<id>.html files as one run, PASS/FAIL from the run's logs."""
+    from core.importers.webarena_render import import_webarena_render
+
+    _check_paradigm(paradigm)
+    with ui.store_from(ctx) as store, ui.progress_bar("importing renders") as progress:
+        s = import_webarena_render(
+            store,
+            directory,
+            run,
+            logs=logs,
+            agent=agent,
+            model=model,
+            paradigm=paradigm,
+            on_progress=progress,
+        )
+    ui.console.print(
+        f"run {s.run}: {s.n_tasks} tasks, {s.n_steps} steps from {s.n_files} render files; "
+        f"logs: {s.n_pass} PASS, {s.n_fail} FAIL ({s.log_files} log files), {s.n_without_log} tasks without a result"
+    )
+    ui.print_table("terminations", ["termination", "tasks"], sorted(s.terminations.items()))
+    _problems(s.problems)
+
+
+def import_gold_cmd(
+    ctx: typer.Context,
+    file: Annotated[
+        Path, typer.Argument(help="Gold file: .xlsx, .csv or .jsonl with Task No., Step No., Text.")
+    ],
+    name: Annotated[str, typer.Option("--name", help="Gold set name.")],
+    author: Annotated[str | None, typer.Option(help="Who owns this gold set.")] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace a gold set of that name imported from another file.")
+    ] = False,
+) -> None:
+    """Import human gold trajectories (the paper's xlsx, or CSV/JSONL with the same columns)."""
+    from core.importers.gold import import_gold
+
+    with ui.store_from(ctx) as store, ui.progress_bar("importing gold") as progress:
+        s = import_gold(store, file, name, author=author, replace=replace, on_progress=progress)
+    ui.print_table(
+        f"gold set {s.gold_set}",
+        ["tasks", "alternatives", "steps", "flagged rows", "tasks with several alternatives"],
+        [(s.n_tasks, s.n_alternatives, s.n_steps, s.n_flagged, s.n_tasks_with_alternatives)],
+    )
+    if s.n_skipped_empty:
+        ui.console.print(f"{s.n_skipped_empty} row(s) with an empty Text skipped")
+    if s.unchanged_edits:
+        ui.console.print(f"edits of {s.unchanged_edits} task(s) kept (later versions than the import)")
+
+
+def import_jsonl_cmd(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="trajreview JSONL file (docs/formats.md).")],
+    run: Annotated[str, typer.Option("--run", help="Run name (a run of that name is replaced).")],
+) -> None:
+    """Import a trajreview JSONL run (validated against the shipped JSON Schema; all or nothing)."""
+    from core.importers.jsonl import import_jsonl
+
+    with ui.store_from(ctx) as store, ui.progress_bar("importing jsonl") as progress:
+        s = import_jsonl(store, file, run, on_progress=progress)
+    ui.console.print(
+        f"run {s.run}: {s.n_tasks} tasks, {s.n_trajectories} trajectories, {s.n_steps} steps; "
+        f"{s.n_rewarded} rewarded, {s.n_success} successes"
+    )
+    ui.print_table("terminations", ["termination", "tasks"], sorted(s.terminations.items()))
+    _problems(s.problems)
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add this area's commands to the main app and to the `import` group."""
+    import_app.command("webarena-render")(import_webarena_render_cmd)
+    import_app.command("gold")(import_gold_cmd)
+    import_app.command("jsonl")(import_jsonl_cmd)
