@@ -289,10 +289,33 @@ def _evaluator_row(idx: int, er: dict, cfg, context, seq_of: dict[int, int]) -> 
         if er["evaluator_name"] == "NetworkEventEvaluator" and cfg is not None and context is not None:
             _locate_network_events(row, er, cfg, context, seq_of)
         elif status != "success":
-            row.explanation = explanations.explain_evaluator(er)
+            row.explanation = explanations.explain_evaluator(_with_alternatives(er, cfg, context))
     except Exception as exc:  # an explanation must never cost a score
         row.explanation = explanations.fallback(er, exc)
     return row
+
+
+def _with_alternatives(er: dict, cfg, context) -> dict:
+    """The result with every expected retrieved_data item listing all its normalised alternatives.
+
+    The engine reports only the first alternative; the sentence must not call an accepted one missing.
+    """
+    if er["evaluator_name"] != "AgentResponseEvaluator" or cfg is None or context is None:
+        return er
+    from webarena_verified.core.evaluation.data_types import NormalizedType
+    from webarena_verified.core.evaluation.evaluators.agent_response_evaluator import AgentResponseEvaluator
+
+    expected = AgentResponseEvaluator()._normalized_expected_value(cfg.expected, config=cfg, context=context)
+    items = expected.get("retrieved_data")
+    if not items or not isinstance(er.get("expected"), dict):
+        return er
+    shown = [
+        _as_reported(list(item.alternatives))
+        if isinstance(item, NormalizedType) and len(item.alternatives) > 1
+        else _as_reported(item)
+        for item in items
+    ]
+    return {**er, "expected": {**er["expected"], "retrieved_data": shown}}
 
 
 def _locate_network_events(row: EvaluatorScore, er: dict, cfg, context, seq_of: dict[int, int]) -> None:
