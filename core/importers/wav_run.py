@@ -1,0 +1,311 @@
+"""Import a WebArena-Verified run: agent responses, network traces, and the official scores.
+
+Sources: a run directory in the official layout (`<task_id>/agent_response.json` plus
+`<task_id>/network.har`, or a Playwright trace: `trace.zip` / `trace.network`; optional top-level
+`run_config.json`) or a submission `.tar.gz` made by `webarena-verified create-submission-pkg`
+(`summary.json` and the same `<task_id>/` folders at its root). Each trace is parsed once; the parsed
+entries feed both `network_events` and the engine. The whole run is written in one transaction.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import orjson
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+from core.agent_response import AgentResponseCheck, agent_response_row, check_agent_response
+from core.datasets import ensure_tasks
+from core.errors import InputError
+from core.har import NETWORK_EVENTS_SCHEMA, PLAYWRIGHT_NETWORK_FILE, parse_trace
+from core.importers.common import Paradigm, Problem, RunMeta, import_run
+from core.store import Store, insert_rows
+
+SOURCE_FORMAT = "wav-run"
+AGENT_RESPONSE_FILE = "agent_response.json"
+RUN_CONFIG_FILE = "run_config.json"
+# Trace files looked for in a task directory, in order of preference.
+TRACE_FILES = ("network.har", "trace.zip", PLAYWRIGHT_NETWORK_FILE)
+SUBMISSION_SUMMARY = "summary.json"
+_SUBMISSION_MEMBER = re.compile(
+    r"^(?:[^/]+/)?(\d+)/(" + "|".join(map(re.escape, (AGENT_RESPONSE_FILE, *TRACE_FILES))) + ")$"
+)
+_MAX_EXTRACTED = 16 << 30  # a submission expanding beyond this is refused (decompression bomb)
+_REDACTED = "[REDACTED]"
+
+ProgressCallback = Callable[[int, int], None]
+
+
+class WavImportSummary(BaseModel):
+    run: str
+    n_tasks: int  # task directories imported (known ids)
+    n_events: int
+    n_scored: int
+    statuses: dict[str, int] = Field(default_factory=dict)
+    problems: list[Problem] = Field(default_factory=list)
+
+
+class _Task(BaseModel):
+    """One task directory after reading: what gets stored and scored."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    task_id: int
+    response: AgentResponseCheck | None = None
+    events: Any = None  # pa.Table
+    scoring_entries: list[Any] | None = None
+    scorable: bool = False
+
+
+# -- source handling -------------------------------------------------------------------------------
+@contextmanager
+def _run_directory(path: Path) -> Iterator[tuple[Path, list[Problem]]]:
+    """The run directory to read: PATH itself, or a temp dir holding a submission's safe members."""
+    if path.is_dir():
+        yield path, []
+        return
+    if not path.is_file():
+        raise InputError(path, "no such file or directory")
+    if not tarfile.is_tarfile(path):
+        raise InputError(path, "neither a run directory nor a submission .tar.gz")
+    with tempfile.TemporaryDirectory(prefix="trajreview-wav-") as tmp:
+        problems = _extract_submission(path, Path(tmp))
+        yield Path(tmp), problems
+
+
+def _extract_submission(path: Path, dest: Path) -> list[Problem]:
+    """Copy a submission's task files into `dest` under names we build ourselves.
+
+    Only regular-file members named `[prefix/]<digits>/<known file>` are read; links, devices,
+    absolute or `..` names are skipped and recorded. Nothing is extracted by name from the archive.
+    """
+    problems: list[Problem] = []
+    found_summary = False
+    n_files = 0
+    total = 0
+    try:
+        with tarfile.open(path, "r:*") as archive:
+            for member in archive:
+                name = member.name
+                parts = PurePosixPath(name).parts
+                if name.startswith("/") or ".." in parts:
+                    problems.append(Problem(task_id=None, source_path=f"{path}:{name}", kind="unsafe_member",
+                                            message=f"{name}: unsafe path in archive, skipped"))  # fmt: skip
+                    continue
+                if PurePosixPath(name).name == SUBMISSION_SUMMARY and len(parts) <= 2:
+                    found_summary = True
+                    continue
+                match = _SUBMISSION_MEMBER.match(name.removeprefix("./"))
+                if not match:
+                    continue
+                if not member.isfile():
+                    problems.append(Problem(task_id=int(match.group(1)), source_path=f"{path}:{name}",
+                                            kind="unsafe_member",
+                                            message=f"{name}: not a regular file (link or device), skipped"))  # fmt: skip
+                    continue
+                total += member.size
+                if total > _MAX_EXTRACTED:
+                    raise InputError(path, "submission expands beyond 16 GiB; refusing to read it")
+                source = archive.extractfile(member)
+                if source is None:
+                    continue
+                task_dir = dest / str(int(match.group(1)))
+                task_dir.mkdir(exist_ok=True)
+                with source, (task_dir / match.group(2)).open("wb") as target:
+                    shutil.copyfileobj(source, target, 1 << 20)
+                n_files += 1
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise InputError(path, f"unreadable .tar.gz ({exc})") from None
+    if not found_summary and n_files == 0:
+        raise InputError(
+            path, f"not a webarena-verified submission (no {SUBMISSION_SUMMARY} and no <task_id>/ files)"
+        )
+    return problems
+
+
+def _redact_config(value: Any) -> Any:
+    """Environment credentials are secrets: keep the keys (the engine validates them), hide the values."""
+    if isinstance(value, dict):
+        return {
+            k: (
+                {c: _REDACTED for c in v} if k == "credentials" and isinstance(v, dict) else _redact_config(v)
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_redact_config(v) for v in value]
+    return value
+
+
+def _read_config(path: Path | None, run_dir: Path) -> dict | None:
+    """The environment config to score with: --config wins over the run's run_config.json."""
+    source = path if path is not None else run_dir / RUN_CONFIG_FILE
+    if path is None and not source.is_file():
+        return None
+    try:
+        config = orjson.loads(source.read_bytes())
+    except FileNotFoundError:
+        raise InputError(source, "no such config file") from None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise InputError(source, f"not a JSON config: {str(exc).splitlines()[0]}") from None
+    if not isinstance(config, dict):
+        raise InputError(source, "config must be a JSON object")
+    from core.scoring import load_config
+
+    load_config(source)  # a config the engine rejects is a whole-file error, before any work
+    return config
+
+
+# -- per task --------------------------------------------------------------------------------------
+def _read_response(task_dir: Path, task_id: int, problems: list[Problem]) -> AgentResponseCheck:
+    file = task_dir / AGENT_RESPONSE_FILE
+    if not file.is_file():
+        problems.append(Problem(task_id=task_id, source_path=str(file), kind="missing_file",
+                                message=f"task {task_id}: no {AGENT_RESPONSE_FILE}"))  # fmt: skip
+        return check_agent_response(None)
+    data = file.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(Problem(task_id=task_id, source_path=str(file), kind="bad_agent_response",
+                                message=f"task {task_id}: {AGENT_RESPONSE_FILE} is not UTF-8 ({exc.reason} at byte {exc.start})"))  # fmt: skip
+        return check_agent_response(None)
+    if not text.strip():
+        problems.append(Problem(task_id=task_id, source_path=str(file), kind="empty_agent_response",
+                                message=f"task {task_id}: {AGENT_RESPONSE_FILE} is empty"))  # fmt: skip
+    return check_agent_response(text)
+
+
+def _read_task(run: str, task_dir: Path, task_id: int, problems: list[Problem]) -> _Task:
+    task = _Task(task_id=task_id, response=_read_response(task_dir, task_id, problems))
+    trace_file = next((task_dir / n for n in TRACE_FILES if (task_dir / n).is_file()), None)
+    if trace_file is None:
+        problems.append(Problem(task_id=task_id, source_path=str(task_dir), kind="missing_file",
+                                message=f"task {task_id}: no network trace ({', '.join(TRACE_FILES)})"))  # fmt: skip
+        return task
+    try:
+        trace = parse_trace(trace_file, run, task_id)
+    except InputError as exc:
+        problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="bad_trace",
+                                message=f"task {task_id}: {exc.reason}"))  # fmt: skip
+        return task
+    if trace.malformed:
+        detail = ", ".join(f"{n} {what}" for what, n in trace.malformed.items())
+        problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="malformed_entries",
+                                message=f"task {task_id}: {detail}"))  # fmt: skip
+    if not trace.scoring_entries:
+        problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="empty_trace",
+                                message=f"task {task_id}: the trace has no entries"))  # fmt: skip
+    task.events = trace.events
+    task.scoring_entries = trace.scoring_entries
+    # A missing or undecodable response is scored as absent only if the file existed (official rule:
+    # both files are required for an evaluation).
+    task.scorable = (task_dir / AGENT_RESPONSE_FILE).is_file()
+    return task
+
+
+def _task_dirs(run_dir: Path, known: set[int], problems: list[Problem]) -> list[tuple[int, Path]]:
+    found = []
+    for child in sorted(run_dir.iterdir()):
+        if not child.is_dir() or child.name.startswith((".", "_")):
+            continue
+        if child.is_symlink():
+            problems.append(Problem(task_id=None, source_path=str(child), kind="unsafe_member",
+                                    message=f"{child.name}: symbolic link, skipped"))  # fmt: skip
+            continue
+        if not child.name.isdigit() or not child.name.isascii():
+            problems.append(Problem(task_id=None, source_path=str(child), kind="not_a_task_dir",
+                                    message=f"{child.name}: not a task directory (name is not a task id)"))  # fmt: skip
+            continue
+        task_id = int(child.name)
+        if task_id not in known:
+            problems.append(Problem(task_id=task_id, source_path=str(child), kind="unknown_task",
+                                    message=f"task {task_id}: not in the tasks table"))  # fmt: skip
+            continue
+        found.append((task_id, child))
+    return found
+
+
+# -- the import ------------------------------------------------------------------------------------
+def import_wav_run(
+    store: Store,
+    path: Path | str,
+    run: str,
+    *,
+    config: Path | str | None = None,
+    agent: str | None = None,
+    model: str | None = None,
+    paradigm: Paradigm = "unknown",
+    score: bool = True,
+    workers: int = 2,
+    on_progress: ProgressCallback | None = None,
+) -> WavImportSummary:
+    """Import (or atomically replace) run `run` from a run directory or a submission .tar.gz."""
+    path = Path(path)
+    if not run.strip():
+        raise InputError("--run", "must not be empty")
+    ensure_tasks(store)
+    known = {task_id for (task_id,) in store.query("SELECT task_id FROM tasks")}
+    progress = on_progress or (lambda done, total: None)
+    with _run_directory(path) as (run_dir, problems):
+        config_json = _read_config(Path(config) if config is not None else None, run_dir)
+        dirs = _task_dirs(run_dir, known, problems)
+        if not dirs and not problems:
+            raise InputError(path, "no task directories (<task_id>/agent_response.json and network.har)")
+        total = len(dirs) * (2 if score else 1)
+        tasks: list[_Task] = []
+        for done, (task_id, task_dir) in enumerate(dirs, 1):
+            tasks.append(_read_task(run, task_dir, task_id, problems))
+            progress(done, total)
+        scores = _score(tasks, config_json, score, workers, lambda d, t: progress(len(dirs) + d, total))
+
+    events = [t.events for t in tasks if t.events is not None and t.events.num_rows]
+    event_table = pa.concat_tables(events) if events else NETWORK_EVENTS_SCHEMA.empty_table()
+    response_rows = [agent_response_row(run, t.task_id, t.response) for t in tasks if t.response is not None]
+    meta = RunMeta(
+        name=run, source_format=SOURCE_FORMAT, source_path=str(path), agent=agent, model=model,
+        paradigm=paradigm, config=None if config_json is None else _redact_config(config_json),
+        n_tasks=len(tasks),
+    )  # fmt: skip
+    writes = [
+        lambda cur: insert_rows(cur, "network_events", event_table),
+        lambda cur: insert_rows(cur, "agent_responses", response_rows),
+    ]
+    if scores:
+        from core.scoring import write_scores
+
+        writes.append(lambda cur: write_scores(cur, run, scores))
+    import_run(store, meta, problems=problems, extra_writes=writes)
+    statuses: dict[str, int] = {}
+    for s in scores:
+        statuses[s.status] = statuses.get(s.status, 0) + 1
+    return WavImportSummary(
+        run=run, n_tasks=len(tasks), n_events=event_table.num_rows, n_scored=len(scores),
+        statuses=statuses, problems=problems,
+    )  # fmt: skip
+
+
+def _score(tasks: list[_Task], config: dict | None, enabled: bool, workers: int, progress) -> list:
+    if not enabled:
+        return []
+    from core.scoring import ScoringInput, score_inputs
+
+    inputs = [
+        ScoringInput(
+            task_id=t.task_id,
+            agent_response=t.response.raw_text if t.response else None,
+            har_entries=t.scoring_entries,
+        )  # fmt: skip
+        for t in tasks
+        if t.scorable and t.scoring_entries is not None  # an empty trace: the engine reports the error
+    ]
+    # The engine's config with real credentials stays in memory only; the stored copy is redacted.
+    return score_inputs(inputs, config=config, workers=workers, on_progress=progress)
