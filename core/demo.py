@@ -30,8 +30,18 @@ def _agentlab_sample(store: Store) -> str:
     return f"agentlab-sample: {s.n_episodes} episodes, {s.n_steps} steps, {s.n_problems} problems"
 
 
+def _wav_demo(store: Store) -> str:
+    # The official WebArena-Verified demo run (tasks 107, 108), scored with its demo environment config.
+    from core.importers.wav_run import import_wav_run
+    from core.paths import shared_data_dir
+
+    wav = shared_data_dir() / "webarena-verified"
+    s = import_wav_run(store, wav / "demo-run", "wav-demo", config=wav / "config.demo.json", workers=1)
+    return f"wav-demo: {s.n_tasks} tasks, {s.n_events} network events, {s.n_scored} scored"
+
+
 def demo_steps() -> list[DemoStep]:
-    return [_tasks, _agentlab_sample]
+    return [_tasks, _agentlab_sample, _wav_demo]
 
 
 def build_demo(path: Path = DEMO_DB, on_progress: Callable[[int, int], None] | None = None) -> list[str]:
