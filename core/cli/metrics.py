@@ -1,9 +1,181 @@
-"""CLI commands of the metrics area (filled in by its issue)."""
+"""CLI commands of the metrics area: `metrics`, `import requirements`, `report`, `judge-agreement`."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from core.cli import ui
+
+_FORMATS = ("table", "csv", "json")
+
+
+def metrics_cmd(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Option("--run", help="Run to measure.")],
+    gold: Annotated[str, typer.Option("--gold", help="Gold set to compare with.")],
+    judge: Annotated[
+        str,
+        typer.Option("--judge", help="offline (no LLM; approximate in the ambiguous band), cascade, llm."),
+    ] = "offline",
+    preset: Annotated[str, typer.Option("--preset", help="default or paper-code.")] = "default",
+    batch: Annotated[
+        Path | None,
+        typer.Option("--llm-batch-dir", help="Send LLM questions through the Batch API (JSONL here)."),
+    ] = None,
+) -> None:
+    """Compute SSR, RR, RepR, PSR and EAR per task and store them (tables metrics, alignments)."""
+    from core.errors import InputError
+    from core.judge.cascade import JUDGE_CONFIGS, make_judge
+    from core.metrics import PRESETS
+    from core.metrics_run import NULL_REASONS, run_metrics
+
+    if judge not in JUDGE_CONFIGS:
+        raise InputError("--judge", f"must be one of {', '.join(JUDGE_CONFIGS)}")
+    if preset not in PRESETS:
+        raise InputError("--preset", f"must be one of {', '.join(PRESETS)}")
+    with ui.store_from(ctx) as store:
+        try:
+            the_judge = make_judge(judge, store, batch_dir=batch)
+        except ValueError as exc:
+            raise InputError("--judge", str(exc)) from None
+        with ui.progress_bar("judging pairs") as progress:
+            summary = run_metrics(store, run, gold, the_judge, preset=preset, on_progress=progress)
+    ui.console.print(
+        f"run {run} vs gold {gold} ({judge}, {preset}): {summary.tasks} tasks, {summary.tasks_with_gold} with gold;"
+        f" {summary.pairs} distinct pairs judged"
+    )
+    stages = ", ".join(f"{stage} {n}" for stage, n in sorted(summary.stages.items())) or "none"
+    ui.console.print(
+        f"decided by stage: {stages}; LLM calls {summary.llm_calls}, cache hits {summary.cache_hits}"
+    )
+    if summary.approximate_tasks:
+        ui.console.print(
+            f"{summary.approximate_tasks} tasks approximate (ambiguous pairs settled without an LLM)"
+        )
+    if summary.unresolved_tasks:
+        ui.console.print(
+            f"{summary.unresolved_tasks} tasks with unresolved pairs: their metrics are NULL and flagged"
+        )
+    rows = [
+        (metric, reason, n, NULL_REASONS[reason])
+        for (metric, reason), n in sorted(summary.null_reasons.items())
+    ]
+    if rows:
+        ui.print_table("NULL metrics and why", ["metric", "reason", "tasks", "meaning"], rows)
+
+
+def import_requirements_cmd(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="CSV (task_id,requirement) or JSON ({task_id: [..]}).")],
+) -> None:
+    """Override the partial-success requirements of the tasks in FILE."""
+    from core.requirements import import_requirements
+
+    with ui.store_from(ctx) as store:
+        counts = import_requirements(store, path)
+    ui.console.print(
+        f"{counts['requirements']} requirements for {counts['tasks']} tasks imported from {path}"
+    )
+
+
+def _emit(title: str, df, fmt: str) -> None:
+    if fmt == "csv":
+        ui.console.print(f"# {title}")
+        ui.console.print(df.to_csv(index=False), end="", markup=False, highlight=False)
+    elif fmt == "json":
+        ui.console.print(
+            json.dumps({"table": title, "rows": json.loads(df.to_json(orient="records"))}), markup=False
+        )
+    else:
+        rows = [tuple(_cell(v) for v in r) for r in df.itertuples(index=False)]
+        ui.print_table(title, list(df.columns), rows)
+
+
+def _cell(value):
+    if isinstance(value, float):
+        return "" if value != value else f"{value:.3f}"
+    return value
+
+
+def report_cmd(
+    ctx: typer.Context,
+    runs: Annotated[
+        list[str], typer.Option("--run", help="Runs to report (repeat; deltas are against the first).")
+    ],
+    gold: Annotated[str | None, typer.Option("--gold", help="Gold set of the metrics tables.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Judge config of the metrics tables.")] = None,
+    preset: Annotated[str, typer.Option("--preset")] = "default",
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+) -> None:
+    """The paper's tables: success per domain (3), metric means (4), steps (6), answer categories (7)."""
+    from core import paper_tables as pt
+    from core.errors import InputError
+
+    if fmt not in _FORMATS:
+        raise InputError("--format", f"must be one of {', '.join(_FORMATS)}")
+    with ui.store_from(ctx, read_only=True) as store:
+        missing = [r for r in runs if not store.query("SELECT 1 FROM runs WHERE name = ?", [r])]
+        if missing:
+            raise InputError("--run", f"no run named {', '.join(missing)}")
+        default_gold, default_judge = pt.default_metrics_selection(store, runs)
+        gold, judge = gold or default_gold, judge or default_judge
+        _emit(
+            "Table 3: success per domain (95% bootstrap CI; delta vs the first run)",
+            pt.success_by_domain(store, runs),
+            fmt,
+        )
+        if gold is None:
+            ui.console.print("no metrics computed for these runs yet: run `trajreview metrics` first")
+            return
+        options = {"gold_set": gold, "judge_config": judge, "preset": preset}
+        _emit(
+            f"Table 4: metrics, mean ± SD (gold {gold}, judge {judge}, {preset})",
+            pt.metric_means(store, runs, **options),
+            fmt,
+        )
+        _emit("Table 6: steps per human (gold) and per agent", pt.steps_per_task(store, runs, **options), fmt)
+        _emit(
+            "Table 7: answer categories (tasks with >= 2 requirements)",
+            pt.answer_categories(store, runs, **options),
+            fmt,
+        )
+
+
+def judge_agreement_cmd(
+    ctx: typer.Context,
+    labels: Annotated[Path, typer.Argument(help="CSV with columns kind, a, b, label (context optional).")],
+    judge: Annotated[str, typer.Option("--judge", help="offline, cascade or llm.")] = "offline",
+) -> None:
+    """Accuracy and Cohen's kappa (bootstrap CI) of a judge against labelled pairs, per stage."""
+    from core.errors import InputError
+    from core.judge.cascade import make_judge
+    from core.judge_agreement import measure, read_labels
+
+    labelled = read_labels(labels)
+    with ui.store_from(ctx) as store:
+        try:
+            the_judge = make_judge(judge, store)
+        except ValueError as exc:
+            raise InputError("--judge", str(exc)) from None
+        result = measure(the_judge, labelled)
+    low, high = result.kappa_ci
+    fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+    ui.console.print(
+        f"{result.n} labelled pairs, {result.unresolved} unresolved; accuracy {fmt(result.accuracy)};"
+        f" Cohen's kappa {fmt(result.kappa)} (95% CI {fmt(low)}..{fmt(high)})"
+    )
+    for title, group in (("per stage", result.per_stage), ("per kind", result.per_kind)):
+        rows = [(name, s["pairs"], s["errors"], fmt(s["error_rate"])) for name, s in group.items()]
+        ui.print_table(title, ["", "pairs", "errors", "error rate"], rows)
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add this area's commands to the main app and to the `import` group."""
+    app.command("metrics")(metrics_cmd)
+    app.command("report")(report_cmd)
+    app.command("judge-agreement")(judge_agreement_cmd)
+    import_app.command("requirements")(import_requirements_cmd)

@@ -57,7 +57,8 @@ def score_pair(kind: str, a: str, b: str, band: Band = DEFAULT_BAND) -> LexicalS
         return LexicalScore(None, partial / 100)
     sort_score = fuzz.token_sort_ratio(left, right)
     set_score = fuzz.token_set_ratio(left, right)
-    evidence = (sort_score + set_score) / 200
+    # A label contained in the other ('Reviews' in 'Reviews (12)') is good, not conclusive, evidence.
+    evidence = max(sort_score, 0.9 * set_score) / 100
     if sort_score >= band.accept:
         return LexicalScore(True, evidence)
     if set_score < band.reject:

@@ -373,10 +373,19 @@ def decide_steps(a: str, b: str) -> RuleDecision:
         and ca.verb in ("type", "select")
         and values is True
         and ca.value
-        and not (ca.label and cb.label)
+        and _label_nested(ca.label, cb.label)
     ):
-        return RuleDecision(True, 1.0, "same value typed, label not stated on one side")
+        # The same text typed into a field one side names only in part ('Search' vs 'Search entire
+        # store here') or not at all.
+        return RuleDecision(True, 1.0, "same value typed, field labels nested")
     return RuleDecision(None, rationale="labels differ in wording")
+
+
+def _label_nested(a: str | None, b: str | None) -> bool:
+    if not a or not b:
+        return True
+    wa, wb = set(re.findall(r"\w+", a)), set(re.findall(r"\w+", b))
+    return bool(wa and wb) and (wa <= wb or wb <= wa)
 
 
 def decide_repeat(a: str, b: str) -> RuleDecision:

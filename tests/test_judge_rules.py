@@ -1,0 +1,152 @@
+"""Rule and lexical stages, the offline cascade, and the cache key."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.judge import Pair
+from core.judge.cache import cache_key
+from core.judge.cascade import CascadeJudge
+from core.judge.lexical import score_pair
+from core.judge.rules import (
+    as_date,
+    as_number,
+    canonicalize,
+    decide_repeat,
+    decide_requirement,
+    decide_stated_vs_executed,
+    decide_steps,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "verb", "label", "value"),
+    [
+        ("Click on the 'REPORTS' link in the navigation menu.", "click", "reports", None),
+        ("Click on the link 'The A11Y Project / a11yproject.com' ", "click", "the a11y project / a11yproject.com", None),
+        ("Type 'Let's keep the project alive' into the 'Title (required)' textbox.", "type",
+         "title (required)", "Let's keep the project alive"),
+        ("Type '404' in the  the 'Search or filter results' ", "type", "search or filter results", "404"),
+        ("Select the 'Period' dropdown and choose 'Year'.", "select", "period", "Year"),
+        ("Select 'Year' in combobox 'Period'", "select", "period", "Year"),
+        ("Click link 'My Account'", "click", "my account", None),
+        ("In the 'Catalog' menu, click 'Products'", "click", "products", None),
+        ("Click on the Reports link in the menu", "click", "reports", None),
+        ("fill('216', 'yoga mat')", "type", None, "yoga mat"),
+        ("type [12] [yoga mat] [1]", "type", None, "yoga mat"),
+        ("click [1096] where [1096] is [1096] button 'All Store Views'", "click", "all store views", None),
+        ("send_msg_to_user('42 orders')", "answer", None, "42 orders"),
+        ("stop [N/A]", "answer", None, "N/A"),
+    ],
+)  # fmt: skip
+def test_canonicalize_keeps_labels_and_values(text, verb, label, value):
+    canon = canonicalize(text)
+    assert (canon.verb, canon.label, canon.value) == (verb, label, value)
+
+
+def test_direction_and_keys_are_kept():
+    assert canonicalize("Scroll up to the top").direction == "up"
+    assert canonicalize("scroll(0, -300)").direction == "up"
+    assert canonicalize("scroll [down]").direction == "down"
+    assert canonicalize("Press enter").key == "enter"
+    assert canonicalize("keyboard_press('Enter')").key == "enter"
+
+
+def test_values_numbers_and_dates():
+    assert as_number("$1,234.50") == 1234.5
+    assert as_number("twelve") is None
+    assert as_date("03/31/2022") == as_date("2022-03-31") == as_date("March 31, 2022")
+
+
+def test_step_rules():
+    assert decide_steps("Click on the 'REPORTS' link.", "Click link 'Reports'").verdict is True
+    assert decide_steps(
+        "Type '01/01/2022' into the 'From' textbox.", "Type '1/1/2022' into textbox 'From'"
+    ).verdict
+    # The paper's rule 2: different dates, names or numbers are different steps.
+    assert (
+        decide_steps("Type '01/01/2022' into 'From'", "Type '01/02/2022' into textbox 'From'").verdict
+        is False
+    )
+    assert (
+        decide_steps("Type 'Byte Blaze' into 'Assignee'", "Type 'Lukas Opp' into textbox 'Assignee'").verdict
+        is False
+    )
+    # Incompatible verbs, and scroll directions.
+    assert decide_steps("Scroll down", "Click link 'Reports'").verdict is False
+    assert decide_steps("Scroll down", "Scroll up").verdict is False
+    # A label that only differs in wording is not the rule's call.
+    assert decide_steps("Click 'All Customers'", "Click link 'Customer Grid'").verdict is None
+    # A sentence with no known verb passes.
+    assert decide_steps("Assign the issue to myself.", "Click button 'Assign to me'").verdict is None
+
+
+def test_repeat_rule_uses_bid_or_label():
+    assert decide_repeat("Click link 'Next' [bid 12]", "Click link 'Next' [bid 40]").verdict is True
+    assert decide_repeat("Click link 'Next' [bid 12]", "Click link 'Prev' [bid 13]").verdict is False
+    assert (
+        decide_repeat("Type 'a' into textbox 'Q' [bid 5]", "Type 'b' into textbox 'Q' [bid 5]").verdict
+        is False
+    )
+    assert decide_repeat("Scroll down", "Scroll down").verdict is True
+
+
+def test_stated_vs_executed_rule():
+    assert (
+        decide_stated_vs_executed("click [1234]", "click [1234] where [1234] is link 'Reports'").verdict
+        is True
+    )
+    assert (
+        decide_stated_vs_executed("type [35] [Randyland ] [1]", "type [35] [Randyland] [0]").verdict is True
+    )
+    assert decide_stated_vs_executed("click [12]", "click [13] where [13] is link 'X'").verdict is False
+    assert decide_stated_vs_executed("", "click [13]").verdict is False
+    assert decide_stated_vs_executed("click [12]", "None").verdict is False
+
+
+def test_requirement_rule():
+    assert decide_requirement("1234.5", "The total is $1,234.50.").verdict is True
+    assert decide_requirement("365.42", "It cost $365.43").verdict is False
+    assert decide_requirement("2022-03-31", "It was placed on March 31, 2022").verdict is True
+    assert decide_requirement("Massachusetts", "massachusetts").verdict is True
+    assert decide_requirement("Anglebert Dinkherhump || Dinkherhump", "Reviewer: Dinkherhump").verdict is True
+    assert decide_requirement("Massachusetts", "").verdict is False
+    assert decide_requirement("New York", "Massachusetts").verdict is None  # words: the fuzzier stages decide
+
+
+def test_lexical_band():
+    assert score_pair("gold_vs_agent", "Click 'Customers'", "Click link 'Customers '").verdict is True
+    assert score_pair("gold_vs_agent", "Click 'Reports'", "Click link 'Sign out'").verdict is False
+    assert score_pair("gold_vs_agent", "Click 'All Customers'", "Click link 'Customer Grid'").verdict is None
+    assert score_pair("requirement_in_answer", "New York", "Massachusetts").verdict is False
+
+
+def test_connecticut_requirements_offline():
+    judge = CascadeJudge("offline")
+    answer = "Massachusetts"
+    verdicts = judge.judge_many(
+        [Pair("requirement_in_answer", r, answer, "") for r in ("Rhode Island", "Massachusetts", "New York")]
+    )
+    assert [v.verdict for v in verdicts] == [False, True, False]
+
+
+def test_offline_settles_ambiguous_band_approximately():
+    pair = Pair("gold_vs_agent", "Click the 'All Customers' link", "Click link 'Customer Grid'", "")
+    (verdict,) = CascadeJudge("offline").judge_many([pair])
+    assert verdict.source == "offline" and verdict.approximate and verdict.verdict in (True, False)
+
+
+def test_cascade_without_llm_is_refused():
+    with pytest.raises(ValueError, match="TRAJREVIEW_LLM_MODEL"):
+        CascadeJudge("cascade")
+
+
+def test_cache_key_covers_every_input():
+    pair = Pair("gold_vs_agent", "a", "b", "c")
+    base = cache_key(pair, model="m", prompt_version="1")
+    assert base == cache_key(Pair("gold_vs_agent", "a", "b", "c"), model="m", prompt_version="1")
+    assert base != cache_key(pair, model="m2", prompt_version="1")
+    assert base != cache_key(pair, model="m", prompt_version="2")
+    assert base != cache_key(pair, model="m", prompt_version="1", judge_version="0")
+    assert base != cache_key(Pair("agent_vs_agent", "a", "b", "c"), model="m", prompt_version="1")
+    assert base != cache_key(Pair("gold_vs_agent", "a", "b", ""), model="m", prompt_version="1")
