@@ -352,8 +352,13 @@ class _HarScanner:
 
     def _check_gap(self, start: int, end: int, *, first: bool) -> None:
         gap = bytes(self.buf[start:end]).strip(_WHITESPACE)
-        if gap != (b"" if first else b","):
-            raise self.fail(f"invalid JSON between log.entries[{self.n_entries - 1}] and the next item")
+        if gap == (b"" if first else b","):
+            return
+        try:  # a scalar element (number, string, null) rather than broken JSON?
+            orjson.loads(gap.strip(b"," + _WHITESPACE) or b"x")
+        except orjson.JSONDecodeError:
+            raise self.fail(f"invalid JSON after log.entries[{self.n_entries - 1}]") from None
+        raise self.fail(f"log.entries[{self.n_entries}] is not an object")
 
     def _finish(self) -> Iterator[dict]:
         if self.total == 0:

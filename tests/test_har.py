@@ -1,0 +1,303 @@
+"""HAR / Playwright trace loading and network_events rows, checked against the official engine's types."""
+
+from __future__ import annotations
+
+import copy
+import json
+import zipfile
+from pathlib import Path
+from types import MappingProxyType
+
+import orjson
+import pytest
+from webarena_verified.core.utils.network_event_utils import load_playwright_trace
+from webarena_verified.types.tracing import NetworkEvent, NetworkTrace
+
+from core.errors import InputError
+from core.har import (
+    REDACTED,
+    iter_har_entries,
+    load_har_entries,
+    load_trace_entries,
+    network_event_rows,
+    parse_trace,
+)
+
+HARS = ("webarena-verified/demo-run/107/network.har", "webarena-verified/test-assets/network.har")
+
+
+@pytest.fixture(scope="session", params=HARS, ids=["demo-run", "test-assets"])
+def real_har(request, shared_data: Path) -> Path:
+    return shared_data / request.param
+
+
+@pytest.fixture(scope="session")
+def demo_har(shared_data: Path) -> Path:
+    return shared_data / HARS[0]
+
+
+def _entries(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["log"]["entries"]
+
+
+def _write_har(path: Path, entries: list, **dump) -> Path:
+    path.write_text(json.dumps({"log": {"version": "1.2", "entries": entries}}, **dump))
+    return path
+
+
+# -- loading ---------------------------------------------------------------------------------------
+def test_entries_are_exactly_the_files(real_har: Path):
+    assert load_har_entries(real_har) == _entries(real_har)
+
+
+@pytest.mark.parametrize("block_size", [1, 7, 64, 4093])
+def test_streaming_is_exact_across_block_boundaries(demo_har: Path, tmp_path: Path, block_size: int):
+    """Strings with brackets, escaped quotes and backslash runs must not confuse the scanner."""
+    entries = _entries(demo_har)[:20]
+    tricky = ['{"a": [1, 2]}', 'say \\"hi\\" ]}', "\\", "\\\\", '\\\\"', "}{][", "ünïcødé ✓ \u2028"]
+    for i, entry in enumerate(entries):
+        entry["request"]["headers"].append({"name": "x-tricky", "value": tricky[i % len(tricky)]})
+        entry["comment"] = tricky[(i + 3) % len(tricky)] * (i % 4)
+    for indent in (None, 2):
+        path = _write_har(tmp_path / f"tricky-{indent}.har", entries, indent=indent, ensure_ascii=False)
+        got = list(iter_har_entries(path, block_size=block_size))
+        assert got == entries
+
+
+def test_keys_around_the_entries_array(demo_har: Path, tmp_path: Path):
+    entries = _entries(demo_har)[:5]
+    har = {"log": {"pages": [{"id": "p", "title": "[{]}"}], "entries": entries, "comment": "]"}, "x": []}
+    path = tmp_path / "keys.har"
+    path.write_bytes(orjson.dumps(har))
+    assert load_har_entries(path) == entries
+    # entries under another key than log are not a HAR
+    path.write_bytes(orjson.dumps({"other": {"entries": entries}}))
+    with pytest.raises(InputError, match="no log"):
+        load_har_entries(path)
+
+
+def _broken(demo_har: Path, tmp_path: Path, kind: str) -> Path:
+    raw = demo_har.read_bytes()
+    path = tmp_path / f"{kind}.har"
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "truncated":
+        path.write_bytes(raw[: len(raw) // 2])
+    elif kind == "truncated_after_entries":
+        path.write_bytes(raw[: raw.rindex(b"]") + 1])
+    elif kind == "no_log":
+        path.write_bytes(orjson.dumps({"entries": _entries(demo_har)}))
+    elif kind == "no_entries":
+        path.write_bytes(orjson.dumps({"log": {"version": "1.2"}}))
+    elif kind == "entries_not_list":
+        path.write_bytes(orjson.dumps({"log": {"entries": {"0": _entries(demo_har)[0]}}}))
+    elif kind == "entry_not_object":
+        path.write_bytes(orjson.dumps({"log": {"entries": [_entries(demo_har)[0], 5]}}))
+    elif kind == "non_utf8":
+        at = raw.index(b'"url": "') + 8
+        path.write_bytes(raw[:at] + b"\xff\xfe" + raw[at:])
+    elif kind == "garbage_between":
+        first = raw.index(b"},", raw.index(b'"entries"')) + 2
+        path.write_bytes(raw[:first] + b" nonsense " + raw[first:])
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("empty", "empty file"),
+        ("truncated", "truncated JSON"),
+        ("truncated_after_entries", "invalid JSON"),
+        ("no_log", "no log"),
+        ("no_entries", "no log.entries"),
+        ("entries_not_list", "no log.entries"),
+        ("entry_not_object", "not an object"),
+        ("non_utf8", "UTF-8"),
+        ("garbage_between", "invalid JSON"),
+    ],
+)
+def test_unusable_files_raise_one_line_input_errors(demo_har: Path, tmp_path: Path, kind: str, reason: str):
+    path = _broken(demo_har, tmp_path, kind)
+    with pytest.raises(InputError) as info:
+        load_har_entries(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and reason in message and "\n" not in message
+    # the official loader rejects the same files
+    with pytest.raises((ValueError, KeyError, TypeError, UnicodeDecodeError, AttributeError)):
+        for event in NetworkTrace.from_har(path).events:
+            _ = event.url_path
+
+
+def test_missing_file(tmp_path: Path):
+    with pytest.raises(InputError, match="cannot read"):
+        load_har_entries(tmp_path / "nope.har")
+
+
+def test_playwright_trace_zip_and_network_file(shared_data: Path, tmp_path: Path):
+    template = json.loads(
+        (shared_data / "webarena-verified/test-assets/playwright-trace-nav-template.json").read_text()
+    )
+    lines = [{"type": "before", "callId": "x"}]
+    for i, url in enumerate(["http://localhost:7780/admin", "http://localhost:7780/static/app.js"]):
+        event = copy.deepcopy(template)
+        event["snapshot"]["request"]["url"] = url
+        event["snapshot"]["time"] = float(i)
+        lines.append(event)
+    text = "\n".join(json.dumps(line) for line in lines) + "\n"
+    network = tmp_path / "trace.network"
+    network.write_text(text)
+    archive = tmp_path / "trace.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("trace.network", text)
+        zf.writestr("trace.trace", "{}\n")
+    official = [dict(e.data) for e in load_playwright_trace(archive)]
+    assert len(official) == 2
+    assert load_trace_entries(archive) == official
+    assert load_trace_entries(network) == official
+    assert load_trace_entries(tmp_path) == official  # a directory holding trace.network
+    rows = network_event_rows("r", 1, official)
+    assert [r["is_static_asset"] for r in rows] == [False, True]
+    assert rows[0]["is_navigation"] is True  # the template is a document navigation
+
+    empty = tmp_path / "other.zip"
+    with zipfile.ZipFile(empty, "w") as zf:
+        zf.writestr("trace.trace", "{}\n")
+    with pytest.raises(InputError, match="no trace.network"):
+        load_trace_entries(empty)
+
+
+# -- rows ------------------------------------------------------------------------------------------
+def test_rows_follow_the_official_event_model(real_har: Path):
+    trace = NetworkTrace.from_har(real_har)
+    rows = network_event_rows("r", 7, load_har_entries(real_har))
+    assert len(rows) == len(trace.events)
+    assert [r["seq"] for r in rows] == list(range(len(rows)))
+    assert {(r["run"], r["task_id"]) for r in rows} == {("r", 7)}
+    for row, event in zip(rows, trace.events, strict=True):
+        assert row["is_static_asset"] is (not event.is_evaluation_event)
+        assert row["is_navigation"] is event.is_navigation_event
+        assert row["method"] == event.http_method
+        assert row["status"] == event.request_status
+        assert row["url_path"] == event.url_path
+        assert row["redirect_url"] == event.redirect_url
+        if event.is_navigation_event:
+            assert row["event_type"] == "navigation"
+        elif event.http_method in ("POST", "PUT", "PATCH", "DELETE"):
+            assert row["event_type"] == "mutation"
+        else:
+            assert row["event_type"] == "other"
+        assert row["started_at"].isoformat().startswith(event.data["startedDateTime"][:19])
+    # both real HARs have navigations and static assets
+    assert any(r["is_navigation"] for r in rows) and any(r["is_static_asset"] for r in rows)
+
+
+def test_navigation_predicate_on_header_variants(demo_har: Path):
+    """Our predicate agrees with the official one on every sec-fetch/accept combination."""
+    base = next(e for e in _entries(demo_har) if e["request"]["method"] == "GET")
+    variants = []
+    for accept in ("text/html,application/xhtml+xml", "application/json", "*/*, text/html", None):
+        for user in ("?1", "?0", None):
+            for dest in ("document", "empty"):
+                for method in ("GET", "POST"):
+                    entry = copy.deepcopy(base)
+                    headers = [
+                        h
+                        for h in entry["request"]["headers"]
+                        if not h["name"].lower().startswith(("accept", "sec-fetch"))
+                    ]
+                    if accept is not None:
+                        headers.append({"name": "Accept", "value": accept})
+                    if user is not None:
+                        headers.append({"name": "Sec-Fetch-User", "value": user})
+                    headers += [
+                        {"name": "Sec-Fetch-Dest", "value": dest},
+                        {"name": "Sec-Fetch-Mode", "value": "navigate"},
+                    ]
+                    entry["request"]["headers"] = headers
+                    entry["request"]["method"] = method
+                    variants.append(entry)
+    rows = network_event_rows("r", 1, variants)
+    official = [NetworkEvent(data=MappingProxyType(e)).is_navigation_event for e in variants]
+    assert [r["is_navigation"] for r in rows] == official
+    assert any(official) and not all(official)
+
+
+def test_static_asset_rule_matches_official_on_odd_urls(demo_har: Path):
+    base = _entries(demo_har)[0]
+    urls = [
+        "http://h/a.js", "http://h/a.JS", "http://h/a.js?v=1", "http://h/a.js#x", "http://h/a.js;jsessionid=1",
+        "http://h/a.json", "http://h/font.woff2", "http://h/dir.png/", "data:image/png;base64,AAAA",
+        "http://h/x.webp?download=1.css", "/relative/y.svg", "http://h/%2E.css",
+    ]  # fmt: skip
+    entries = []
+    for url in urls:
+        entry = copy.deepcopy(base)
+        entry["request"]["url"] = url
+        entries.append(entry)
+    rows = network_event_rows("r", 1, entries)
+    official = [not NetworkEvent(data=MappingProxyType(e)).is_evaluation_event for e in entries]
+    assert [r["is_static_asset"] for r in rows] == official
+
+
+def _cookie_values(entries: list[dict]) -> set[str]:
+    values = set()
+    for e in entries:
+        for c in e["request"].get("cookies", []) + e["response"].get("cookies", []):
+            values.add(c["value"])
+        for h in e["request"]["headers"]:
+            if h["name"].lower() == "cookie":
+                values.update(p.split("=", 1)[1].strip() for p in h["value"].split(";") if "=" in p)
+    return {v for v in values if len(v) >= 6}
+
+
+def test_redaction_of_cookies_tokens_and_passwords(real_har: Path):
+    entries = _entries(real_har)
+    secrets = _cookie_values(entries)
+    assert secrets, "the real HARs carry session cookies"
+    probe = copy.deepcopy(next(e for e in entries if e["request"]["method"] == "GET"))
+    probe["request"]["headers"] += [
+        {"name": "Authorization", "value": "Bearer sk-live-abcdef123456"},
+        {"name": "X-CSRF-Token", "value": "csrf-value-987654"},
+        {"name": "X-Api-Key", "value": "apikey-value-55555"},
+    ]
+    probe["request"]["url"] = "http://h/api/v4/projects?private_token=glpat-secret-xyz&page=2"
+    probe["request"]["method"] = "POST"
+    probe["request"]["postData"] = {
+        "mimeType": "application/x-www-form-urlencoded",
+        "text": "form_key=formkey-secret-1&login%5Bpassword%5D=hunter2-pass&title=Hello",
+    }
+    cookie_secret = sorted(secrets)[0]
+    probe["request"]["url"] += f"&echo={cookie_secret}"
+    rows = network_event_rows("r", 1, [*entries, probe])
+    text = json.dumps(rows, default=str)
+    for secret in [*secrets, "sk-live-abcdef123456", "csrf-value-987654", "apikey-value-55555", "glpat-secret-xyz",
+                   "formkey-secret-1", "hunter2-pass"]:  # fmt: skip
+        assert secret not in text, secret
+    last = rows[-1]
+    headers = json.loads(last["request_headers"])
+    assert headers["authorization"] == headers["x-csrf-token"] == headers["x-api-key"] == REDACTED
+    assert json.loads(last["query"])["page"] == "2"
+    assert json.loads(last["post_data"])["title"] == "Hello"
+    assert last["event_type"] == "mutation"
+    assert "user-agent" in headers and headers["user-agent"] != REDACTED
+
+
+def test_malformed_entries_are_counted_not_fatal(demo_har: Path, tmp_path: Path):
+    entries = _entries(demo_har)[:4]
+    del entries[1]["request"]["headers"]
+    del entries[2]["response"]
+    path = _write_har(tmp_path / "m.har", entries)
+    parsed = parse_trace(path, "r", 3)
+    assert parsed.events.num_rows == 4
+    assert parsed.malformed == {"entries without request headers": 1, "entries without a response": 1}
+    assert parsed.events.column("status").to_pylist()[2] is None
+
+
+def test_static_assets_reach_the_engine_as_stubs_with_the_same_verdicts(demo_har: Path):
+    parsed = parse_trace(demo_har, "r", 1)
+    full = _entries(demo_har)
+    assert len(parsed.scoring_entries) == len(full)
+    stubbed = NetworkTrace.from_content(parsed.scoring_entries)
+    official = NetworkTrace.from_har(demo_har)
+    assert [e.data for e in stubbed.evaluation_events] == [e.data for e in official.evaluation_events]
+    assert len(stubbed.events) == len(official.events)
