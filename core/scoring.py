@@ -11,10 +11,11 @@ a status: the evaluator's own filter/normalise steps (pinned engine version, see
 
 from __future__ import annotations
 
+import itertools
 import logging
 import multiprocessing
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, ProcessPoolExecutor, wait
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
@@ -43,11 +44,16 @@ _CHUNK = 16
 
 
 class ScoringInput(BaseModel):
-    """One task of a run as the engine needs it: the raw response text and the HAR entries."""
+    """One task of a run as the engine needs it: the raw response text and the HAR entries.
+
+    Give `har_path` instead of entries to let the scoring process read the trace itself (with
+    `core.har.load_trace_entries`): the parent then never holds or pickles the entries.
+    """
 
     task_id: int
     agent_response: str | None
-    har_entries: list[dict]
+    har_entries: list[dict] = Field(default_factory=list)
+    har_path: Path | None = None
 
 
 class EvaluatorScore(BaseModel):
@@ -134,12 +140,13 @@ class _Engine:
     def score(self, item: ScoringInput) -> TaskScore:
         from webarena_verified.types.eval import TaskEvalContext
 
-        trace = _network_trace(item.har_entries)
+        entries = item.har_entries or _read_entries(item.har_path)
+        trace = _network_trace(entries)
         result = self.wa.evaluate_task(
             task_id=item.task_id,
             agent_response=item.agent_response,
             # A trace we could not build goes in raw, so the engine reports the error itself.
-            network_trace=trace if trace is not None else item.har_entries,
+            network_trace=trace if trace is not None else entries,
         )
         official = result.model_dump(mode="json", exclude_none=True)
         context = None
@@ -158,6 +165,18 @@ class _Engine:
             except Exception:  # the engine already reported the problem as an error result
                 context = None
         return _task_score(item.task_id, official, context, trace)
+
+
+def _read_entries(path: Path | None) -> list[dict]:
+    """Entries of a trace file; an unreadable or missing file is an empty trace (scored as error)."""
+    if path is None:
+        return []
+    from core.har import load_trace_entries
+
+    try:
+        return load_trace_entries(path)
+    except Exception:
+        return []
 
 
 def _network_trace(entries: list[dict]):
@@ -193,47 +212,72 @@ def _score_chunk(chunk: list[ScoringInput]) -> list[TaskScore]:
 
 
 def score_inputs(
-    inputs: Sequence[ScoringInput],
+    inputs: Iterable[ScoringInput],
     *,
     config: Path | dict | None = None,
     workers: int = 2,
     on_progress: ProgressCallback | None = None,
+    total: int | None = None,
 ) -> list[TaskScore]:
     """Score tasks with the official engine; results in input order.
 
     `workers=1` scores in this process; more use a process pool whose workers each build their
-    engine once. A bad config raises `InputError` before any work; a bad task gives status `error`.
+    engine once. Inputs are consumed lazily with a bounded number of chunks in flight, so a generator
+    of inputs never sits in memory whole. A bad config raises `InputError` before any work; a bad task
+    gives status `error`.
     """
     config_data = load_config(config)
-    total = len(inputs)
+    if total is None and isinstance(inputs, Sized):
+        total = len(inputs)
+    total = total or 0
     progress = on_progress or (lambda done, total: None)
     progress(0, total)
-    if total == 0:
+    chunks = _chunks(inputs)
+    first = next(chunks, None)
+    if first is None:
         return []
-    chunks = [list(inputs[i : i + _CHUNK]) for i in range(0, total, _CHUNK)]
-    if workers <= 1 or len(chunks) == 1:
+    second = next(chunks, None)
+    if workers <= 1 or second is None:
         engine = _engine_for(orjson.dumps(config_data).decode())
         scores: list[TaskScore] = []
-        for item in inputs:
-            scores.append(engine.score(item))
-            progress(len(scores), total)
+        for chunk in itertools.chain([first], [second] if second else [], chunks):
+            for item in chunk:
+                scores.append(engine.score(item))
+                progress(len(scores), max(total, len(scores)))
         return scores
-    results: list[list[TaskScore] | None] = [None] * len(chunks)
+    results: dict[int, list[TaskScore]] = {}
     done = 0
     # spawn: never fork a process that holds a DuckDB connection and its threads.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(
-        max_workers=min(workers, len(chunks)),
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(config_data,),
+        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(config_data,)
     ) as pool:
-        futures = {pool.submit(_score_chunk, chunk): i for i, chunk in enumerate(chunks)}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            done += len(chunks[futures[future]])
-            progress(done, total)
-    return [score for chunk in results for score in chunk or ()]
+        pending: dict = {}
+        for i, chunk in enumerate(itertools.chain([first, second], chunks)):
+            pending[pool.submit(_score_chunk, chunk)] = i
+            while len(pending) >= 2 * workers:  # bounded: memory stays flat on large runs
+                done += _collect(pending, results, wait_all=False)
+                progress(done, max(total, done))
+        while pending:
+            done += _collect(pending, results, wait_all=False)
+            progress(done, max(total, done))
+    return [score for i in sorted(results) for score in results[i]]
+
+
+def _chunks(inputs: Iterable[ScoringInput]) -> Iterator[list[ScoringInput]]:
+    iterator = iter(inputs)
+    while chunk := list(itertools.islice(iterator, _CHUNK)):
+        yield chunk
+
+
+def _collect(pending: dict, results: dict[int, list[TaskScore]], *, wait_all: bool) -> int:
+    """Move finished chunks from `pending` into `results`; returns how many tasks finished."""
+    finished, _ = wait(pending, return_when=ALL_COMPLETED if wait_all else FIRST_COMPLETED)
+    n = 0
+    for future in finished:
+        results[pending.pop(future)] = chunk = future.result()
+        n += len(chunk)
+    return n
 
 
 # -- turning engine results into rows ---------------------------------------------------------------
@@ -442,32 +486,21 @@ def evaluate_run(
     if config is None and run_config:
         stored = orjson.loads(run_config)
         config = stored if isinstance(stored, dict) and stored.get("environments") else None
-    responses = dict(store.query("SELECT task_id, raw_text FROM agent_responses WHERE run = ?", [run]))
+    root = Path(source_path)
+    if not root.is_dir():
+        raise InputError(root, "run directory not found; re-import the run from its new location")
+    responses = store.query(
+        "SELECT task_id, raw_text FROM agent_responses WHERE run = ? ORDER BY task_id", [run]
+    )
+    # Each scoring process reads its tasks' traces itself; a missing or broken one scores as error.
     inputs = [
-        ScoringInput.model_construct(task_id=task_id, agent_response=responses[task_id], har_entries=entries)
-        for task_id, entries in _read_run_traces(Path(source_path), sorted(responses))
+        ScoringInput(task_id=task_id, agent_response=text, har_path=root / str(task_id) / "network.har")
+        for task_id, text in responses
     ]
     scores = score_inputs(inputs, config=config, workers=workers, on_progress=on_progress)
     with store.transaction() as cur:
         write_scores(cur, run, scores)
     return scores
-
-
-def _read_run_traces(root: Path, task_ids: list[int]) -> list[tuple[int, list[dict]]]:
-    """HAR entries per task of an official run directory (`<root>/<task_id>/network.har`)."""
-    if not root.is_dir():
-        raise InputError(root, "run directory not found; re-import the run or pass its new location")
-    from core.har import load_trace_entries  # HAR or Playwright trace, entries as in the file
-
-    out = []
-    for task_id in task_ids:
-        path = root / str(task_id) / "network.har"
-        try:
-            entries = load_trace_entries(path)
-        except Exception:  # missing or broken: the engine scores it as an error, like the official CLI
-            entries = []
-        out.append((task_id, entries))
-    return out
 
 
 # -- export in the official shapes ----------------------------------------------------------------------
