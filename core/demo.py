@@ -40,8 +40,29 @@ def _wav_demo(store: Store) -> str:
     return f"wav-demo: {s.n_tasks} tasks, {s.n_events} network events, {s.n_scored} scored"
 
 
+def _webarena_render_babelcloud(store: Store) -> str:
+    # The whole real 812-task babelcloud run, PASS/FAIL from its per-task logs.
+    from core.importers.webarena_render import import_webarena_render
+    from core.paths import shared_data_dir
+
+    folder = shared_data_dir() / "webarena-render" / "babelcloud__webarena" / "gbox" / "trajectories"
+    s = import_webarena_render(
+        store, folder, "webarena-render-babelcloud", agent="GBOX", paradigm="step_by_step"
+    )
+    return f"webarena-render-babelcloud: {s.n_tasks} tasks, {s.n_pass} PASS / {s.n_fail} FAIL"
+
+
+def _paper_gold(store: Store) -> str:
+    # The paper's human gold trajectories.
+    from core.importers.gold import import_gold
+    from core.paths import shared_data_dir
+
+    s = import_gold(store, shared_data_dir() / "human-gold" / "Golden Human Trajectories.xlsx", "paper-gold")
+    return f"paper-gold: {s.n_tasks} tasks, {s.n_alternatives} alternatives, {s.n_flagged} flagged rows"
+
+
 def demo_steps() -> list[DemoStep]:
-    return [_tasks, _agentlab_sample, _wav_demo]
+    return [_tasks, _agentlab_sample, _wav_demo, _webarena_render_babelcloud, _paper_gold]
 
 
 def build_demo(path: Path = DEMO_DB, on_progress: Callable[[int, int], None] | None = None) -> list[str]:
