@@ -75,7 +75,7 @@ def replicate(sample: Path, dest: Path, target_bytes: int = TARGET_BYTES) -> int
     episodes = sorted(p for p in sample.iterdir() if p.is_dir())
     size = sum(f.stat().st_size for e in episodes for f in e.iterdir())
     total, k = 0, 0
-    while total < target_bytes:
+    while total + size / 2 < target_bytes:  # the nearest whole number of copies
         for episode in episodes:
             copy = dest / f"r{k:03d}_{episode.name}"
             copy.mkdir()

@@ -70,6 +70,8 @@ class AXTree:
 
 
 def _unquote(quoted: str) -> str:
+    if "\\" not in quoted:  # no escapes: the repr is the text between its quotes
+        return quoted[1:-1]
     try:
         value = ast.literal_eval(quoted)  # the AXTree prints names with repr(); literal_eval never runs code
     except (ValueError, SyntaxError):
