@@ -386,7 +386,7 @@ class _HarScanner:
 NETWORK_EVENTS_SCHEMA = pa.schema(
     [
         ("run", pa.string()), ("task_id", pa.int32()), ("seq", pa.int32()),
-        ("started_at", pa.timestamp("us", tz="UTC")), ("time_ms", pa.float64()), ("method", pa.string()),
+        ("started_at", pa.timestamp("us")), ("time_ms", pa.float64()), ("method", pa.string()),
         ("url", pa.string()), ("url_path", pa.string()), ("query", pa.string()), ("status", pa.int32()),
         ("mime_type", pa.string()), ("size", pa.int64()), ("referer", pa.string()),
         ("redirect_url", pa.string()), ("post_data", pa.string()), ("is_static_asset", pa.bool_()),
@@ -396,6 +396,7 @@ NETWORK_EVENTS_SCHEMA = pa.schema(
 _ROW_COLUMNS = tuple(NETWORK_EVENTS_SCHEMA.names)[2:]
 _TYPES = {field.name: field.type for field in NETWORK_EVENTS_SCHEMA}
 _TIMESTAMP = _TYPES["started_at"]
+_UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 _MAX_SECRETS = 512  # distinct secret values remembered per trace (bounds the scrub cost)
 
 
@@ -412,12 +413,13 @@ def _number(value: Any) -> float | None:
 
 
 def _timestamps(values: Iterable[Any]) -> pa.Array:
-    """HAR `startedDateTime` strings as UTC timestamps: Arrow's ISO parser, per value if any is odd."""
+    """HAR `startedDateTime` strings as naive UTC timestamps: Arrow's ISO parser, per value if any is odd."""
     values = list(values)
     try:
-        return pa.array(values, pa.string()).cast(_TIMESTAMP)
+        aware = pa.array(values, pa.string()).cast(_UTC_TIMESTAMP)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([_parse_time(v) for v in values], _TIMESTAMP)
+        aware = pa.array([_parse_time(v) for v in values], _UTC_TIMESTAMP)
+    return aware.cast(_TIMESTAMP)  # same instants, time zone dropped (the schema stores UTC)
 
 
 def _parse_time(value: Any) -> datetime | None:

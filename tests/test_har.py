@@ -186,7 +186,9 @@ def test_rows_follow_the_official_event_model(real_har: Path):
             assert row["event_type"] == "mutation"
         else:
             assert row["event_type"] == "other"
-        assert row["started_at"].isoformat().startswith(event.data["startedDateTime"][:19])
+        assert (
+            row["started_at"].isoformat().startswith(event.data["startedDateTime"][:19])
+        )  # UTC in these HARs
     # both real HARs have navigations and static assets
     assert any(r["is_navigation"] for r in rows) and any(r["is_static_asset"] for r in rows)
 

@@ -88,7 +88,7 @@ CREATE TABLE network_events (              -- key (run, task_id, seq)
     run             VARCHAR NOT NULL,
     task_id         INTEGER NOT NULL,
     seq             INTEGER NOT NULL,
-    started_at      TIMESTAMPTZ,
+    started_at      TIMESTAMP,             -- UTC
     time_ms         DOUBLE,
     method          VARCHAR,
     url             VARCHAR,

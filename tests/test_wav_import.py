@@ -1,0 +1,330 @@
+"""`import wav-run` on the real demo run and on broken copies of it: problems recorded, nothing half-written."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from core.errors import InputError
+from core.importers.wav_run import import_wav_run
+from core.store import Store
+
+TASKS = (107, 108)
+
+
+@pytest.fixture(scope="session")
+def wav(shared_data: Path) -> Path:
+    return shared_data / "webarena-verified"
+
+
+@pytest.fixture(scope="session")
+def scored_demo_db(tasks_db: Path, wav: Path, tmp_path_factory) -> Path:
+    """The demo run imported and scored once per session."""
+    path = tmp_path_factory.mktemp("wav") / "demo.duckdb"
+    shutil.copy(tasks_db, path)
+    with Store(path) as store:
+        import_wav_run(store, wav / "demo-run", "wav-demo", config=wav / "config.demo.json", workers=1)
+    return path
+
+
+def _har_entries(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["log"]["entries"]
+
+
+def _run_rows(store: Store, run: str) -> dict[str, int]:
+    tables = (
+        "runs",
+        "import_problems",
+        "agent_responses",
+        "network_events",
+        "evaluations",
+        "evaluator_results",
+    )
+    key = {"runs": "name"}
+    return {
+        t: store.query(f"SELECT count(*) FROM {t} WHERE {key.get(t, 'run')} = ?", [run])[0][0] for t in tables
+    }
+
+
+def _all_text(store: Store) -> str:
+    """Every value of every table, as text: for 'this secret appears nowhere' checks."""
+    parts = []
+    for table in store.tables():
+        parts.append(json.dumps(store.query(f'SELECT COLUMNS(*)::VARCHAR FROM "{table}"'), default=str))
+    return "\n".join(parts)
+
+
+def _copy_demo(wav: Path, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for tid in TASKS:
+        shutil.copytree(wav / "demo-run" / str(tid), dest / str(tid))
+    return dest
+
+
+# -- the real demo run -----------------------------------------------------------------------------
+def test_demo_run_import(scored_demo_db: Path, wav: Path):
+    with Store(scored_demo_db, read_only=True) as store:
+        for tid in TASKS:
+            entries = _har_entries(wav / "demo-run" / str(tid) / "network.har")
+            n = store.query(
+                "SELECT count(*), max(seq) FROM network_events WHERE run='wav-demo' AND task_id=?", [tid]
+            )
+            assert n[0] == (len(entries), len(entries) - 1)
+            official = json.loads((wav / "demo-run" / str(tid) / "eval_result.json").read_text())
+            status, score = store.query(
+                "SELECT status, score FROM evaluations WHERE run='wav-demo' AND task_id=?", [tid]
+            )[0]
+            assert (status, score) == (official["status"], official["score"])
+            raw, lint = store.query(
+                "SELECT raw_text, lint FROM agent_responses WHERE run='wav-demo' AND task_id=?", [tid]
+            )[0]
+            assert raw == (wav / "demo-run" / str(tid) / "agent_response.json").read_text()
+            assert json.loads(lint) == []
+        run = store.query_dicts("SELECT * FROM runs WHERE name='wav-demo'")[0]
+        assert run["source_format"] == "wav-run" and run["n_tasks"] == 2
+        config = json.loads(run["config"])
+        demo_config = json.loads((wav / "config.demo.json").read_text())
+        assert (
+            config["environments"]["__GITLAB__"]["urls"] == demo_config["environments"]["__GITLAB__"]["urls"]
+        )
+        assert store.query("SELECT count(*) FROM import_problems WHERE run='wav-demo'")[0][0] == 0
+
+
+def test_no_secret_from_the_har_or_config_reaches_the_database(scored_demo_db: Path, wav: Path):
+    entries = _har_entries(wav / "demo-run" / "107" / "network.har")
+    secrets = set()
+    for e in entries:
+        for h in e["request"]["headers"]:
+            if h["name"].lower() == "cookie":
+                secrets.update(p.split("=", 1)[1].strip() for p in h["value"].split(";") if "=" in p)
+        secrets.update(c["value"] for c in e["request"].get("cookies", []) + e["response"].get("cookies", []))
+    secrets = {s for s in secrets if len(s) >= 6}
+    assert secrets
+    password = json.loads((wav / "config.demo.json").read_text())["environments"]["__GITLAB__"][
+        "credentials"
+    ]["password"]
+    with Store(scored_demo_db, read_only=True) as store:
+        text = _all_text(store)
+    for secret in [*secrets, password]:
+        assert secret not in text
+
+
+def test_reimport_replaces_the_run_atomically(tasks_store: Store, wav: Path, tmp_path: Path):
+    import_wav_run(tasks_store, wav / "demo-run", "again", score=False)
+    first = _run_rows(tasks_store, "again")
+    import_wav_run(tasks_store, wav / "demo-run", "again", score=False)
+    assert _run_rows(tasks_store, "again") == first
+    assert (
+        tasks_store.query("SELECT count(DISTINCT (task_id, seq)) FROM network_events WHERE run='again'")[0][0]
+        == (first["network_events"])
+    )
+    # a smaller source replaces the whole run, not just the tasks it has
+    only_108 = tmp_path / "only108"
+    shutil.copytree(wav / "demo-run" / "108", only_108 / "108")
+    import_wav_run(tasks_store, only_108, "again", score=False)
+    assert tasks_store.query("SELECT DISTINCT task_id FROM network_events WHERE run='again'") == [(108,)]
+
+
+# -- broken inputs ---------------------------------------------------------------------------------
+def _broken_run(wav: Path, root: Path) -> Path:
+    run = _copy_demo(wav, root / "run")
+    har = (wav / "demo-run" / "107" / "network.har").read_bytes()
+    response = (wav / "demo-run" / "108" / "agent_response.json").read_bytes()
+
+    def task(tid, har_bytes: bytes | None = har, response_bytes: bytes | None = response) -> Path:
+        d = run / str(tid)
+        d.mkdir()
+        if har_bytes is not None:
+            (d / "network.har").write_bytes(har_bytes)
+        if response_bytes is not None:
+            (d / "agent_response.json").write_bytes(response_bytes)
+        return d
+
+    task(200, b"")
+    task(201, har[: len(har) // 3])
+    task(202, json.dumps({"log": {"version": "1.2"}}).encode())
+    no_headers = json.loads(har)
+    for e in no_headers["log"]["entries"][:5]:
+        del e["request"]["headers"]
+    task(203, json.dumps(no_headers).encode())
+    at = har.index(b'"url": "') + 8
+    task(204, har[:at] + b"\xff\xfe\xfd" + har[at:])
+    task(205, response_bytes=None)
+    task(206, response_bytes=b"")
+    task(207, har_bytes=None)
+    task(208, response_bytes=b"\xff\xfe not utf-8")
+    (run / "notes").mkdir()
+    (run / "notes" / "agent_response.json").write_bytes(response)
+    task(99999)
+    (run / "eval_results.json").write_text("{}")  # top-level files of the official layout are ignored
+    return run
+
+
+EXPECTED_PROBLEMS = {
+    (200, "bad_trace"), (201, "bad_trace"), (202, "bad_trace"), (203, "malformed_entries"), (204, "bad_trace"),
+    (205, "missing_file"), (206, "empty_agent_response"), (207, "missing_file"), (208, "bad_agent_response"),
+    (None, "not_a_task_dir"), (99999, "unknown_task"),
+}  # fmt: skip
+
+
+def test_bad_tasks_become_problems_and_the_rest_imports(tasks_store: Store, wav: Path, tmp_path: Path):
+    run = _broken_run(wav, tmp_path)
+    summary = import_wav_run(tasks_store, run, "broken", config=wav / "config.demo.json", workers=1)
+    got = {(p.task_id, p.kind) for p in summary.problems}
+    assert got == EXPECTED_PROBLEMS
+    stored = {
+        (r["task_id"], r["kind"])
+        for r in tasks_store.query_dicts("SELECT * FROM import_problems WHERE run='broken'")
+    }
+    assert stored == EXPECTED_PROBLEMS
+    messages = {p.task_id: p.message for p in summary.problems}
+    assert "empty file" in messages[200] and "truncated" in messages[201] and "UTF-8" in messages[204]
+    assert "5 entries without request headers" in messages[203]
+
+    n_entries = len(_har_entries(wav / "demo-run" / "107" / "network.har"))
+    events = dict(
+        tasks_store.query("SELECT task_id, count(*) FROM network_events WHERE run='broken' GROUP BY 1")
+    )
+    # every usable trace is stored in full; unusable ones leave nothing
+    assert events == {tid: n_entries for tid in (107, 108, 203, 205, 206, 208)}
+    scored = dict(tasks_store.query("SELECT task_id, status FROM evaluations WHERE run='broken'"))
+    assert set(scored) == {107, 108, 203, 206, 208}  # both files present and a usable trace
+    official = {
+        t: json.loads((wav / "demo-run" / str(t) / "eval_result.json").read_text())["status"] for t in TASKS
+    }
+    assert {t: scored[t] for t in TASKS} == official
+    assert scored[206] == scored[208] == "failure"  # empty / unreadable response: the engine fails it
+    assert tasks_store.query("SELECT count(*) FROM runs WHERE name='broken'")[0][0] == 1
+
+
+def _counts(store: Store) -> dict[str, int]:
+    return store.row_counts()
+
+
+@pytest.mark.parametrize("kind", ["missing", "not_tar", "tar_not_submission", "empty_dir", "bad_config"])
+def test_whole_file_errors_leave_the_database_unchanged(
+    tasks_store: Store, wav: Path, tmp_path: Path, kind: str
+):
+    import_wav_run(tasks_store, wav / "demo-run", "keep", score=False)
+    before = _counts(tasks_store)
+    config = None
+    path = tmp_path / "source"
+    if kind == "missing":
+        path = tmp_path / "does-not-exist"
+    elif kind == "not_tar":
+        path = tmp_path / "run.tar.gz"
+        path.write_bytes(b"this is not a tarball")
+    elif kind == "tar_not_submission":
+        path = tmp_path / "other.tar.gz"
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(wav / "README.md", arcname="README.md")
+    elif kind == "empty_dir":
+        path.mkdir()
+    elif kind == "bad_config":
+        path = wav / "demo-run"
+        config = tmp_path / "config.json"
+        config.write_text('{"environments": ')
+    with pytest.raises(InputError) as info:
+        import_wav_run(tasks_store, path, "keep", config=config, score=False)
+    assert "\n" not in str(info.value)
+    assert _counts(tasks_store) == before
+    assert tasks_store.query("SELECT count(*) FROM network_events WHERE run='keep'")[0][0] > 0
+
+
+# -- submission packages and Playwright traces -----------------------------------------------------------
+def test_official_submission_package_imports(tasks_store: Store, wav: Path, tmp_path: Path):
+    from webarena_verified.api.internal.submission_handler import SubmissionHandler
+    from webarena_verified.types.config import WebArenaVerifiedConfig
+
+    run = _copy_demo(wav, tmp_path / "run")
+    result = SubmissionHandler([run], WebArenaVerifiedConfig(), set(TASKS)).create_submission(
+        tmp_path, custom_name="sub"
+    )
+    summary = import_wav_run(tasks_store, Path(result.output_path), "sub", score=False)
+    assert summary.n_tasks == 2 and summary.problems == []
+    with tarfile.open(result.output_path) as tar:
+        trimmed = json.load(tar.extractfile("107/network.har"))["log"]["entries"]
+    assert tasks_store.query("SELECT count(*) FROM network_events WHERE run='sub' AND task_id=107")[0][
+        0
+    ] == len(trimmed)
+    assert not tasks_store.query("SELECT count(*) FROM network_events WHERE run='sub' AND is_static_asset")[
+        0
+    ][0]
+
+
+def test_hostile_tarball_members_are_skipped(tasks_store: Store, wav: Path, tmp_path: Path):
+    path = tmp_path / "evil.tar.gz"
+    response = (wav / "demo-run" / "108" / "agent_response.json").read_bytes()
+    har = (wav / "demo-run" / "108" / "network.har").read_bytes()
+    outside = tmp_path / "outside"
+    with tarfile.open(path, "w:gz") as tar:
+
+        def add(name: str, data: bytes) -> None:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+        add("summary.json", b"{}")
+        add("108/agent_response.json", response)
+        add("108/network.har", har)
+        add("../outside/107/agent_response.json", response)
+        link = tarfile.TarInfo("107/network.har")
+        link.type = tarfile.SYMTYPE
+        link.linkname = "/etc/passwd"
+        tar.addfile(link)
+        add("107/agent_response.json", response)
+    summary = import_wav_run(tasks_store, path, "evil", score=False)
+    kinds = sorted((p.task_id or -1, p.kind) for p in summary.problems)
+    assert kinds == [(-1, "unsafe_member"), (107, "missing_file"), (107, "unsafe_member")]
+    assert not outside.exists()
+    assert dict(
+        tasks_store.query("SELECT task_id, count(*) FROM network_events WHERE run='evil' GROUP BY 1")
+    ) == {108: len(_har_entries(wav / "demo-run" / "108" / "network.har"))}
+
+
+def test_playwright_trace_in_a_task_directory(tasks_store: Store, wav: Path, tmp_path: Path):
+    template = json.loads((wav / "test-assets" / "playwright-trace-nav-template.json").read_text())
+    run = tmp_path / "run"
+    (run / "108").mkdir(parents=True)
+    shutil.copy(wav / "demo-run" / "108" / "agent_response.json", run / "108")
+    with zipfile.ZipFile(run / "108" / "trace.zip", "w") as zf:
+        zf.writestr("trace.network", json.dumps(template) + "\n")
+    summary = import_wav_run(tasks_store, run, "pw", score=False)
+    assert summary.problems == [] and summary.n_events == 1
+    row = tasks_store.query_dicts("SELECT * FROM network_events WHERE run='pw'")[0]
+    assert row["url"] == template["snapshot"]["request"]["url"] and row["is_navigation"]
+    assert "4597479228344bed0760ac8d8d1b7b92" not in json.dumps(row, default=str)  # the template's cookie
+
+
+# -- the command -----------------------------------------------------------------------------------------
+def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
+    return subprocess.run(
+        [sys.executable, "-m", "core.cli.main", "--db", str(db), "import", "wav-run", *args],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+
+
+def test_cli_exit_codes(tasks_db: Path, wav: Path, tmp_path: Path):
+    db = tmp_path / "cli.duckdb"
+    shutil.copy(tasks_db, db)
+    ok = _cli(str(wav / "demo-run"), "--run", "cli", "--no-score", db=db)
+    assert ok.returncode == 0, ok.stderr
+    assert "run cli: 2 tasks, 718 network events" in ok.stdout or "run cli: 2 tasks" in ok.stdout
+    missing = _cli(str(tmp_path / "nope"), "--run", "cli", "--no-score", db=db)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no such file" in missing.stderr
+    bad = _cli(str(wav / "demo-run"), "--run", "cli", "--paradigm", "magic", db=db)
+    assert bad.returncode == 2 and "--paradigm" in bad.stderr
+    broken = _broken_run(wav, tmp_path / "b")
+    partial = _cli(str(broken), "--run", "cli2", "--no-score", db=db)
+    assert partial.returncode == 0 and f"{len(EXPECTED_PROBLEMS)} problems" in partial.stdout
+    assert "problem [unknown_task]: task 99999" in partial.stdout
