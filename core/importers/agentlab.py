@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime
 from multiprocessing import get_context
 from pathlib import Path
@@ -478,13 +479,22 @@ def read_episodes(
         big = sum(_step_bytes(d) for _, d in episodes) >= _PARALLEL_MIN_BYTES
         workers = min(2, os.cpu_count() or 1) if big else 1
     total = len(episodes)
-    if workers <= 1 or total <= 1:
-        out = []
-        for done, (name, directory) in enumerate(episodes, 1):
-            out.append(read_episode(directory, name))
-            if on_progress:
-                on_progress(done, total)
-        return out
+    if workers > 1 and total > 1:
+        try:
+            return _read_in_pool(episodes, workers, on_progress)
+        except BrokenProcessPool:
+            pass  # e.g. a caller script without a __main__ guard cannot spawn workers: read here
+    out = []
+    for done, (name, directory) in enumerate(episodes, 1):
+        out.append(read_episode(directory, name))
+        if on_progress:
+            on_progress(done, total)
+    return out
+
+
+def _read_in_pool(
+    episodes: Sequence[tuple[str, Path]], workers: int, on_progress: ProgressCallback | None
+) -> list[EpisodeRead]:
     # spawn, not fork: the parent holds a DuckDB connection with its own threads.
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
         futures = [pool.submit(read_episode, str(d), name) for name, d in episodes]
@@ -492,7 +502,7 @@ def read_episodes(
         for done, future in enumerate(futures, 1):
             out.append(future.result())
             if on_progress:
-                on_progress(done, total)
+                on_progress(done, len(episodes))
         return out
 
 
