@@ -207,3 +207,20 @@ def test_other_bad_input(gold_store: Store, gold_xlsx: Path, tmp_path: Path):
     assert gold_store.row_counts() == before
     import_gold(gold_store, other, "paper-gold", replace=True)
     assert gold_store.query("SELECT count(*) FROM gold_steps WHERE gold_set = 'paper-gold'")[0][0] == 1
+
+
+def test_cli_prints_the_summary_and_one_line_errors(gold_xlsx: Path, tmp_path: Path):
+    import subprocess
+    import sys
+
+    db = tmp_path / "cli.duckdb"
+    cmd = [sys.executable, "-m", "core.cli.main", "--db", str(db), "import", "gold"]
+    ok = subprocess.run([*cmd, str(gold_xlsx), "--name", "g"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    numbers = ok.stdout.split("\n")
+    assert any(all(n in line for n in ("652", "670", "4350", "19", "18")) for line in numbers)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("Task,Step,Text\n1,1,Click 'x'\n", encoding="utf-8")
+    failed = subprocess.run([*cmd, str(bad), "--name", "b"], capture_output=True, text=True)
+    assert failed.returncode == 2
+    assert failed.stderr.strip().count("\n") == 0 and str(bad) in failed.stderr
