@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from core.errors import InputError
-from core.importers.jsonl import import_jsonl, parse_executed_action, trajectory_schema
+from core.importers.jsonl import import_jsonl, trajectory_schema
 from core.importers.webarena_render import import_webarena_render
 from core.store import Store
 
@@ -124,11 +124,13 @@ def test_full_plan_and_browsergym_actions(store: Store, tmp_path: Path):
     assert orjson.loads(t["plan"]) == task["plan"]
     assert (t["termination"], t["reward"], t["success"]) == ("answered", None, None)
     verbs = [v for (v,) in store.query("SELECT verb FROM steps WHERE run = 'p' ORDER BY idx")]
-    parsed, _ = parse_executed_action("click('184')", None)
-    if parsed is not None and parsed.verb == "click":  # the BrowserGym grammar module is present
-        assert verbs == ["click", "type", "answer"]
-    else:
-        assert verbs == ["unknown", "unknown", "unknown"]
+    assert verbs == ["click", "type", "answer"]
+    # The bid resolves against the observation the action was chosen on.
+    first = store.query_dicts(
+        "SELECT element_role, element_label, readable FROM steps WHERE run = 'p' AND idx = 0"
+    )[0]
+    assert (first["element_role"], first["element_label"]) == ("link", "REPORTS")
+    assert "REPORTS" in first["readable"]
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ the first error is reported as one line naming the line number and the field, an
 from __future__ import annotations
 
 import functools
-import importlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 import orjson
 
 from core.action_grammar import ParsedAction
+from core.action_grammar.browsergym import parse_action as parse_browsergym_action
 from core.action_grammar.webarena import describe, element_from_axtree, is_na_answer, parse_webarena_action
 from core.datasets import ensure_tasks
 from core.errors import InputError
@@ -102,16 +102,6 @@ def read_jsonl(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, An
     return header, tasks
 
 
-@functools.cache
-def _browsergym_parser() -> Callable[[str, str | None], tuple[ParsedAction | None, str | None]] | None:
-    # The BrowserGym grammar lives in its own module; use it when it is installed.
-    try:
-        module = importlib.import_module("core.action_grammar.browsergym")
-    except ImportError:
-        return None
-    return getattr(module, "parse_action", None)
-
-
 def parse_executed_action(action: str | None, axtree: str | None) -> tuple[ParsedAction | None, str | None]:
     """(parsed action, readable sentence) in whichever grammar matches: WebArena, else BrowserGym."""
     if not action or not action.strip():
@@ -123,11 +113,9 @@ def parse_executed_action(action: str | None, axtree: str | None) -> tuple[Parse
             parsed.element_role = role
             parsed.element_label = parsed.element_label or label
         return parsed, describe(parsed)
-    browsergym = _browsergym_parser()
-    if browsergym is not None:
-        parsed, sentence = browsergym(action, axtree)
-        if parsed is not None:
-            return parsed, sentence
+    parsed, sentence = parse_browsergym_action(action, axtree)
+    if parsed is not None:
+        return parsed, sentence
     unknown = ParsedAction(raw=action, verb="unknown")
     return unknown, describe(unknown)
 
