@@ -54,6 +54,9 @@ class ScoringInput(BaseModel):
     agent_response: str | None
     har_entries: list[dict] = Field(default_factory=list)
     har_path: Path | None = None
+    # network_events.seq of each entry when har_entries leaves some out (static assets, which the
+    # engine ignores); None means entry i has seq i.
+    event_seqs: list[int] | None = None
 
 
 class EvaluatorScore(BaseModel):
@@ -164,7 +167,7 @@ class _Engine:
                 )
             except Exception:  # the engine already reported the problem as an error result
                 context = None
-        return _task_score(item.task_id, official, context, trace)
+        return _task_score(item.task_id, official, context, trace, item.event_seqs)
 
 
 def _read_entries(path: Path | None) -> list[dict]:
@@ -287,12 +290,17 @@ def _json(value: Any) -> str | None:
     return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def _task_score(task_id: int, official: dict, context, trace) -> TaskScore:
+def _task_score(
+    task_id: int, official: dict, context, trace, event_seqs: list[int] | None = None
+) -> TaskScore:
     status: Status = (
         official["status"] if official["status"] in ("success", "failure", "error") else "failure"
     )
     task_cfgs = context.task.eval if context is not None else ()
-    seq_of = {id(event): seq for seq, event in enumerate(trace.events)} if trace is not None else {}
+    seq_of = {}
+    if trace is not None:
+        seqs = event_seqs if event_seqs is not None else range(len(trace.events))
+        seq_of = {id(event): seq for seq, event in zip(seqs, trace.events, strict=False)}
     rows = []
     for idx, er_json in enumerate(official["evaluators_results"]):
         cfg = task_cfgs[idx] if idx < len(task_cfgs) else None
