@@ -536,21 +536,11 @@ def _post_data(request: dict) -> Any:
     return None if parsed is None else _redact_fields(parsed)
 
 
-def _static_stub(entry: dict, request: dict, response: dict) -> dict:
-    """What the engine needs of a static asset (nothing beyond its URL: it filters them out first)."""
-    return {
-        "startedDateTime": entry.get("startedDateTime"),
-        "time": entry.get("time"),
-        "request": {"method": request.get("method"), "url": request.get("url"), "headers": []},
-        "response": {"status": response.get("status"), "redirectURL": "", "headers": [], "cookies": []},
-    }
-
-
 class NetworkEventsBuilder:
     """Accumulates `network_events` columns for one task's trace, one entry at a time.
 
-    `add` returns what to hand the scoring engine for that entry: the entry itself, or a small stub for
-    static assets (the engine ignores them), so memory for huge traces stays bounded.
+    `add` returns the entry when the scoring engine needs it, None for a static asset (the engine
+    filters those out before any evaluator looks), so memory for huge traces stays bounded.
     """
 
     def __init__(self, run: str, task_id: int):
@@ -567,7 +557,7 @@ class NetworkEventsBuilder:
         self.malformed[what] = self.malformed.get(what, 0) + 1
 
     def add(self, entry: Any) -> Any:
-        """Add the next entry (seq = entries added so far); returns what the engine gets for it."""
+        """Add the next entry (seq = entries added so far); returns it unless it is a static asset."""
         if type(entry) is not dict:
             self._flag("entries that are not objects")
             entry_d: dict = {}
@@ -666,9 +656,7 @@ class NetworkEventsBuilder:
                 scrub(_dumps(shown)),
             )
         )
-        if static and entry_d is entry:
-            return _static_stub(entry_d, request, response)
-        return entry
+        return None if static else entry
 
     def table(self) -> pa.Table:
         n = len(self.rows)
@@ -701,16 +689,27 @@ class ParsedTrace:
 
     path: Path
     events: pa.Table
-    scoring_entries: list[Any]  # same length and order as the trace; static assets reduced to stubs
+    # The entries the engine evaluates (static assets left out: it ignores them) and their seqs.
+    # A trace of static assets only keeps its first entry, so the engine still sees a non-empty trace.
+    scoring_entries: list[Any]
+    scoring_seqs: list[int]
     malformed: dict[str, int]  # shape problems found in entries: {description: count}
 
 
 def parse_trace(path: Path, run: str, task_id: int) -> ParsedTrace:
     """Read a trace file once (streaming): InputError if unusable, nothing partial returned."""
     builder = NetworkEventsBuilder(run, task_id)
-    scoring: list[Any] = []
+    entries: list[Any] = []
+    seqs: list[int] = []
+    first = None
     with gc_paused():
-        for entry in iter_trace_entries(Path(path)):
-            scoring.append(builder.add(entry))
+        for seq, entry in enumerate(iter_trace_entries(Path(path))):
+            if seq == 0:
+                first = entry
+            if builder.add(entry) is not None:
+                entries.append(entry)
+                seqs.append(seq)
         table = builder.table()
-    return ParsedTrace(Path(path), table, scoring, builder.malformed)
+    if not entries and first is not None:
+        entries, seqs = [first], [0]
+    return ParsedTrace(Path(path), table, entries, seqs, builder.malformed)

@@ -295,11 +295,18 @@ def test_malformed_entries_are_counted_not_fatal(demo_har: Path, tmp_path: Path)
     assert parsed.events.column("status").to_pylist()[2] is None
 
 
-def test_static_assets_reach_the_engine_as_stubs_with_the_same_verdicts(demo_har: Path):
+def test_the_engine_gets_exactly_the_evaluation_events_with_their_seqs(demo_har: Path, tmp_path: Path):
     parsed = parse_trace(demo_har, "r", 1)
-    full = _entries(demo_har)
-    assert len(parsed.scoring_entries) == len(full)
-    stubbed = NetworkTrace.from_content(parsed.scoring_entries)
     official = NetworkTrace.from_har(demo_har)
-    assert [e.data for e in stubbed.evaluation_events] == [e.data for e in official.evaluation_events]
-    assert len(stubbed.events) == len(official.events)
+    ours = NetworkTrace.from_content(parsed.scoring_entries)
+    assert [e.data for e in ours.evaluation_events] == [e.data for e in official.evaluation_events]
+    assert [official.events[s].data for s in parsed.scoring_seqs] == parsed.scoring_entries
+    static = parsed.events.filter(parsed.events.column("is_static_asset")).column("seq").to_pylist()
+    assert static and not set(static) & set(parsed.scoring_seqs)
+    # a trace of static assets only still reaches the engine as a non-empty trace
+    only_static = [e for e in _entries(demo_har) if e["request"]["url"].endswith(".js")][:3]
+    parsed = parse_trace(_write_har(tmp_path / "static.har", only_static), "r", 1)
+    assert (
+        parsed.scoring_seqs == [0]
+        and NetworkTrace.from_content(parsed.scoring_entries).evaluation_events == ()
+    )

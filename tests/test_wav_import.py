@@ -328,3 +328,48 @@ def test_cli_exit_codes(tasks_db: Path, wav: Path, tmp_path: Path):
     partial = _cli(str(broken), "--run", "cli2", "--no-score", db=db)
     assert partial.returncode == 0 and f"{len(EXPECTED_PROBLEMS)} problems" in partial.stdout
     assert "problem [unknown_task]: task 99999" in partial.stdout
+
+
+def test_event_seqs_survive_leaving_static_assets_out(tasks_store: Store, wav: Path, tmp_path: Path):
+    """Navigate tasks scored on the real demo HAR: the seqs the explanations point at are the same as when
+    the engine is given every entry, and they name non-static rows of network_events."""
+    from core.scoring import ScoringInput, score_inputs
+
+    navigate = [
+        tid
+        for (tid,) in tasks_store.query(
+            "SELECT task_id FROM tasks WHERE site_key = 'gitlab' AND task_type = 'navigate' ORDER BY task_id LIMIT 4"
+        )
+    ]
+    run = tmp_path / "run"
+    response = (wav / "demo-run" / "107" / "agent_response.json").read_bytes()  # a NAVIGATE/SUCCESS answer
+    for tid in navigate:
+        (run / str(tid)).mkdir(parents=True)
+        shutil.copy(wav / "demo-run" / "107" / "network.har", run / str(tid) / "network.har")
+        (run / str(tid) / "agent_response.json").write_bytes(response)
+    import_wav_run(tasks_store, run, "nav", config=wav / "config.demo.json", workers=1)
+    stored = tasks_store.query_dicts(
+        "SELECT task_id, idx, matched_event_seq, nearest_event_seq FROM evaluator_results "
+        "WHERE run = 'nav' AND evaluator = 'NetworkEventEvaluator' ORDER BY task_id, idx"
+    )
+    entries = _har_entries(wav / "demo-run" / "107" / "network.har")
+    full = score_inputs(
+        [ScoringInput(task_id=t, agent_response=response.decode(), har_entries=entries) for t in navigate],
+        config=wav / "config.demo.json",
+        workers=1,
+    )
+    expected = [
+        {"task_id": s.task_id, "idx": r.idx, "matched_event_seq": r.matched_event_seq,
+         "nearest_event_seq": r.nearest_event_seq}
+        for s in full for r in s.evaluator_results if r.evaluator == "NetworkEventEvaluator"
+    ]  # fmt: skip
+    assert stored == expected
+    seqs = {
+        v for row in stored for v in (row["matched_event_seq"], row["nearest_event_seq"]) if v is not None
+    }
+    assert seqs, "the demo HAR's GitLab navigations give the explanations an event to point at"
+    for seq in seqs:
+        (static,) = tasks_store.query(
+            "SELECT DISTINCT is_static_asset FROM network_events WHERE run = 'nav' AND seq = ?", [seq]
+        )[0]
+        assert static is False

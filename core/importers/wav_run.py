@@ -62,6 +62,7 @@ class _Task(BaseModel):
     response: AgentResponseCheck | None = None
     events: Any = None  # pa.Table
     scoring_entries: list[Any] | None = None
+    scoring_seqs: list[int] | None = None
     scorable: bool = False
 
 
@@ -201,11 +202,12 @@ def _read_task(run: str, task_dir: Path, task_id: int, problems: list[Problem]) 
         detail = ", ".join(f"{n} {what}" for what, n in trace.malformed.items())
         problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="malformed_entries",
                                 message=f"task {task_id}: {detail}"))  # fmt: skip
-    if not trace.scoring_entries:
+    if not trace.events.num_rows:
         problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="empty_trace",
                                 message=f"task {task_id}: the trace has no entries"))  # fmt: skip
     task.events = trace.events
     task.scoring_entries = trace.scoring_entries
+    task.scoring_seqs = trace.scoring_seqs
     # A missing or undecodable response is scored as absent only if the file existed (official rule:
     # both files are required for an evaluation).
     task.scorable = (task_dir / AGENT_RESPONSE_FILE).is_file()
@@ -298,12 +300,15 @@ def _score(tasks: list[_Task], config: dict | None, enabled: bool, workers: int,
         return []
     from core.scoring import ScoringInput, score_inputs
 
+    # model_construct: the entries come from our own parser; re-validating thousands of dicts is waste.
     inputs = [
-        ScoringInput(
+        ScoringInput.model_construct(
             task_id=t.task_id,
             agent_response=t.response.raw_text if t.response else None,
             har_entries=t.scoring_entries,
-        )  # fmt: skip
+            har_path=None,
+            event_seqs=t.scoring_seqs,
+        )
         for t in tasks
         if t.scorable and t.scoring_entries is not None  # an empty trace: the engine reports the error
     ]
