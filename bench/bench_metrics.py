@@ -75,6 +75,16 @@ def main() -> None:
         pairs, share = _llm_share(judge)
         rows.append(("gold x BrowserGym sample (real pairs)", summary.tasks, pairs, elapsed, share))
 
+        from core.judge import embeddings
+
+        if embeddings.available()[0]:  # optional extra: the same real pairs with the reject-only stage
+            judge = CascadeJudge("offline", embeddings=embeddings.EmbeddingStage())
+            start = time.perf_counter()
+            summary = run_metrics(store, "bg", "paper", judge)
+            elapsed = time.perf_counter() - start
+            pairs, share = _llm_share(judge)
+            rows.append(("  same + embedding stage (incl. model load)", summary.tasks, pairs, elapsed, share))
+
         volume = _volume_inputs(store)
         judge = CascadeJudge("offline")
         start = time.perf_counter()
@@ -93,8 +103,9 @@ def main() -> None:
         print(
             f"{name:46} {tasks:>6} {pairs:>7} {elapsed:>7.2f} {pairs / elapsed:>9.0f} {per_652:>10.2f} {share:>9.1%}"
         )
-    worst_time = max(r[3] / r[1] * VOLUME_TASKS for r in rows if r[1])
-    worst_share = max(r[4] for r in rows)
+    core_rows = [r for r in rows if not r[0].startswith(" ")]  # the optional extra is not the target
+    worst_time = max(r[3] / r[1] * VOLUME_TASKS for r in core_rows if r[1])
+    worst_share = max(r[4] for r in core_rows)
     print(
         f"target: 652 tasks <= {TARGET_S:.0f} s (worst {worst_time:.2f} s, ratio {worst_time / TARGET_S:.2f}); "
         f"LLM share <= {TARGET_LLM_SHARE:.0%} (worst {worst_share:.1%}, ratio {worst_share / TARGET_LLM_SHARE:.2f})"

@@ -111,6 +111,8 @@ def test_requirement_rule():
     assert decide_requirement("Massachusetts", "massachusetts").verdict is True
     assert decide_requirement("Anglebert Dinkherhump || Dinkherhump", "Reviewer: Dinkherhump").verdict is True
     assert decide_requirement("Massachusetts", "").verdict is False
+    assert decide_requirement("11min", "It takes 11 minutes to walk there").verdict is True
+    assert decide_requirement("1hr 44min", "Walking: 7.8km, 1:44 (1 hour 44 minutes)").verdict is True
     assert decide_requirement("New York", "Massachusetts").verdict is None  # words: the fuzzier stages decide
 
 
@@ -150,3 +152,29 @@ def test_cache_key_covers_every_input():
     assert base != cache_key(pair, model="m", prompt_version="1", judge_version="0")
     assert base != cache_key(Pair("agent_vs_agent", "a", "b", "c"), model="m", prompt_version="1")
     assert base != cache_key(Pair("gold_vs_agent", "a", "b", ""), model="m", prompt_version="1")
+
+
+def test_embedding_stage_is_optional():
+    from core.judge import embeddings
+    from core.judge.cascade import make_judge
+
+    ok, why = embeddings.available()
+    judge = make_judge("offline")
+    assert (judge.embeddings is not None) == ok
+    if not ok:
+        assert "skipped" in why
+        with pytest.raises(RuntimeError):
+            embeddings.EmbeddingStage()
+
+
+@pytest.mark.skipif(
+    not __import__("core.judge.embeddings").judge.embeddings.available()[0], reason="no [embeddings]"
+)
+def test_embedding_stage_only_rejects():
+    from core.judge.embeddings import EmbeddingStage
+
+    stage = EmbeddingStage()
+    far = Pair("gold_vs_agent", "Click the 'Reports' link", "Type 'yoga mat' into the search box")
+    near = Pair("gold_vs_agent", "Click the 'Reports' link", "Click link 'Reports'")
+    (reject_far, _), (reject_near, _) = stage.rejects([far, near])
+    assert reject_far and not reject_near

@@ -21,6 +21,7 @@ from core.judge.rules import decide_repeat, decide_requirement, decide_stated_vs
 from core.store import Store
 
 JUDGE_CONFIGS = ("offline", "cascade", "llm")
+EMBEDDING_KINDS = frozenset({"gold_vs_agent", "agent_vs_agent"})
 
 
 def rule_stage(pair: Pair):
@@ -93,9 +94,12 @@ class CascadeJudge:
             else:
                 decided[pair] = verdict
         if pending and self.embeddings is not None and self.name != "llm":
-            still = []
+            # Only step sentences: a short requirement against a long answer embeds far apart even when
+            # the answer contains it ('11min' in 'It takes 11 minutes ...'), so that kind is never rejected.
+            steps = [(p, e) for p, e in pending if p.kind in EMBEDDING_KINDS]
+            still = [(p, e) for p, e in pending if p.kind not in EMBEDDING_KINDS]
             for (pair, evidence), (reject, similarity) in zip(
-                pending, self.embeddings.rejects([p for p, _ in pending]), strict=True
+                steps, self.embeddings.rejects([p for p, _ in steps]), strict=True
             ):
                 if reject:
                     decided[pair] = Verdict(False, "embedding", similarity)

@@ -59,19 +59,18 @@ class EmbeddingStage:
 @lru_cache(maxsize=1)
 def _load_encoder():
     """The packaged model's encoder: `encode(list[str]) -> tensor[n, d]`, L2-normalised."""
+    import os
+
+    # The model files ship inside the package; forbid any hub lookup.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     module = importlib.import_module(MODEL_PACKAGE)
-    for factory in ("load_model", "get_model", "SentenceEmbedder", "Model"):
-        if hasattr(module, factory):
-            model = getattr(module, factory)()
-            break
-    else:
-        raise RuntimeError(f"{MODEL_PACKAGE}: no known model factory")
+    model = module.load_model(device="cpu")
 
     def encode(texts: list[str]):
         import torch
 
-        vectors = model.encode(texts)
-        tensor = vectors if isinstance(vectors, torch.Tensor) else torch.tensor(vectors)
-        return torch.nn.functional.normalize(tensor.float(), dim=-1)
+        vectors = model.encode(texts, convert_to_tensor=True, show_progress_bar=False)
+        return torch.nn.functional.normalize(vectors.float(), dim=-1)
 
     return encode

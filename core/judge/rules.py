@@ -447,6 +447,44 @@ def _dates_in(text: str) -> list[date]:
     return [d for d in found if d is not None]
 
 
+_DURATION_REQ = re.compile(
+    r"^\s*(?:(\d+)\s*(?:h|hr|hrs|hours?)\s*)?(?:(\d+)\s*(?:m|min|mins|minutes?))?\s*$", re.I
+)
+_DURATION_IN_TEXT = re.compile(
+    r"(\d+)\s*(?:h|hr|hrs|hours?)\s*(?:and\s*)?(\d+)\s*(?:m|min|mins|minutes?)\b|(\d+)\s*(?:h|hr|hrs|hours?)\b"
+    r"|(\d+)\s*(?:m|min|mins|minutes?)\b|\b(\d{1,2}):(\d{2})\b",
+    re.I,
+)
+
+
+def as_minutes(text: str) -> int | None:
+    """'1hr 44min' -> 104, '11min' -> 11; None when the text is not a duration."""
+    match = _DURATION_REQ.match(text)
+    if not match or not (match.group(1) or match.group(2)):
+        return None
+    return int(match.group(1) or 0) * 60 + int(match.group(2) or 0)
+
+
+def _minutes_in(text: str) -> set[int]:
+    found = set()
+    for m in _DURATION_IN_TEXT.finditer(text):
+        h_m, h_only, m_only, clock = (
+            (m.group(1), m.group(2)),
+            m.group(3),
+            m.group(4),
+            (m.group(5), m.group(6)),
+        )
+        if h_m[0]:
+            found.add(int(h_m[0]) * 60 + int(h_m[1]))
+        elif h_only:
+            found.add(int(h_only) * 60)
+        elif m_only:
+            found.add(int(m_only))
+        elif clock[0]:
+            found.add(int(clock[0]) * 60 + int(clock[1]))
+    return found
+
+
 def decide_requirement(requirement: str, answer: str) -> RuleDecision:
     """Is the requirement (any of its `||`-separated spellings) in the answer? Case- and
     format-insensitive: '$1,234.50' finds 1234.5, and a date in any format finds the same date."""
@@ -460,6 +498,9 @@ def decide_requirement(requirement: str, answer: str) -> RuleDecision:
             if any(abs(number - n) < 1e-9 for n in _numbers_in(answer)):
                 return RuleDecision(True, 1.0, f"number {spelling}")
             continue
+        minutes = as_minutes(spelling)
+        if minutes is not None and minutes in _minutes_in(answer):
+            return RuleDecision(True, 1.0, f"duration {spelling}")
         when = as_date(spelling)
         if when is not None and when in _dates_in(answer):
             return RuleDecision(True, 1.0, f"date {spelling}")
