@@ -397,6 +397,7 @@ _ROW_COLUMNS = tuple(NETWORK_EVENTS_SCHEMA.names)[2:]
 _TYPES = {field.name: field.type for field in NETWORK_EVENTS_SCHEMA}
 _TIMESTAMP = _TYPES["started_at"]
 _UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
+_BATCH_ROWS = 4096  # rows buffered as Python tuples before becoming an Arrow batch
 _MAX_SECRETS = 512  # distinct secret values remembered per trace (bounds the scrub cost)
 
 
@@ -546,12 +547,14 @@ class NetworkEventsBuilder:
     def __init__(self, run: str, task_id: int):
         self.run = run
         self.task_id = task_id
-        self.rows: list[tuple] = []  # one tuple per entry, columns _ROW_COLUMNS (run/task_id are constant)
+        self.rows: list[tuple] = []  # buffered rows, columns _ROW_COLUMNS (run/task_id are constant)
+        self.batches: list[pa.RecordBatch] = []
+        self.flushed = 0
         self.secrets = _Secrets()
         self.malformed: dict[str, int] = {}
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.flushed + len(self.rows)
 
     def _flag(self, what: str) -> None:
         self.malformed[what] = self.malformed.get(what, 0) + 1
@@ -637,7 +640,7 @@ class NetworkEventsBuilder:
         scrub = secrets.scrub
         self.rows.append(
             (
-                len(self.rows),
+                len(self),
                 entry_d.get("startedDateTime"),
                 _number(entry_d.get("time")),
                 method,
@@ -656,18 +659,29 @@ class NetworkEventsBuilder:
                 scrub(_dumps(shown)),
             )
         )
+        if len(self.rows) >= _BATCH_ROWS:
+            self._flush()
         return None if static else entry
 
-    def table(self) -> pa.Table:
+    def _flush(self) -> None:
+        """Move buffered rows into an Arrow batch: compact columns instead of many small objects."""
         n = len(self.rows)
-        columns = zip(*self.rows, strict=True) if n else ([] for _ in _ROW_COLUMNS)
+        if not n:
+            return
+        columns = zip(*self.rows, strict=True)
         arrays = [
             pa.repeat(pa.scalar(self.run, pa.string()), n),
             pa.repeat(pa.scalar(self.task_id, pa.int32()), n),
         ]
         for name, values in zip(_ROW_COLUMNS, columns, strict=True):
             arrays.append(_timestamps(values) if name == "started_at" else pa.array(values, _TYPES[name]))
-        return pa.Table.from_arrays(arrays, schema=NETWORK_EVENTS_SCHEMA)
+        self.batches.append(pa.RecordBatch.from_arrays(arrays, schema=NETWORK_EVENTS_SCHEMA))
+        self.flushed += n
+        self.rows.clear()
+
+    def table(self) -> pa.Table:
+        self._flush()
+        return pa.Table.from_batches(self.batches, schema=NETWORK_EVENTS_SCHEMA)
 
 
 def network_events_table(run: str, task_id: int, entries: Iterable[Any]) -> pa.Table:
@@ -681,6 +695,45 @@ def network_events_table(run: str, task_id: int, entries: Iterable[Any]) -> pa.T
 def network_event_rows(run: str, task_id: int, entries: Iterable[Any]) -> list[dict]:
     """`network_events` rows of one task's trace as dicts (seq = index of the entry)."""
     return network_events_table(run, task_id, entries).to_pylist()
+
+
+class _SharedHeaders:
+    """Identical header objects of a trace's kept entries become one shared object.
+
+    Traces repeat the same headers in every request (user agent, accept, server, ...); sharing them keeps
+    the entries held for scoring small. The engine only reads entries, so sharing is invisible to it.
+    """
+
+    def __init__(self, limit: int = 65536):
+        self.cache: dict[tuple[str, str], dict] = {}
+        self.limit = limit
+
+    def _headers(self, headers: Any) -> Any:
+        if type(headers) is not list:
+            return headers
+        out = []
+        for header in headers:
+            if type(header) is dict and len(header) == 2:
+                name, value = header.get("name"), header.get("value")
+                if type(name) is str and type(value) is str:
+                    key = (name, value)
+                    cached = self.cache.get(key)
+                    if cached is None:
+                        if len(self.cache) < self.limit:
+                            self.cache[key] = header
+                        cached = header
+                    header = cached
+            out.append(header)
+        return out
+
+    def compact(self, entry: Any) -> Any:
+        if type(entry) is not dict:
+            return entry
+        for part in ("request", "response"):
+            section = entry.get(part)
+            if type(section) is dict and "headers" in section:
+                section["headers"] = self._headers(section["headers"])
+        return entry
 
 
 @dataclass
@@ -699,6 +752,7 @@ class ParsedTrace:
 def parse_trace(path: Path, run: str, task_id: int) -> ParsedTrace:
     """Read a trace file once (streaming): InputError if unusable, nothing partial returned."""
     builder = NetworkEventsBuilder(run, task_id)
+    shared = _SharedHeaders()
     entries: list[Any] = []
     seqs: list[int] = []
     first = None
@@ -707,7 +761,7 @@ def parse_trace(path: Path, run: str, task_id: int) -> ParsedTrace:
             if seq == 0:
                 first = entry
             if builder.add(entry) is not None:
-                entries.append(entry)
+                entries.append(shared.compact(entry))
                 seqs.append(seq)
         table = builder.table()
     if not entries and first is not None:
