@@ -33,6 +33,13 @@ NULL_REASONS = {
 }
 
 
+METRIC_VALUE_COLUMNS = (
+    "gold_version", "alternative", "ssr", "ssr_unordered", "rr", "deviations", "recoveries", "missed_gold",
+    "mean_recovery_cost", "repr", "repr_run_members", "psr", "ear", "n_gold", "n_agent", "n_requirements",
+    "success", "reward", "termination", "answer_category",
+)  # fmt: skip
+
+
 @dataclass
 class AgentStep:
     idx: int
@@ -179,7 +186,9 @@ def compute_task(
         return verdict.verdict
 
     reasons: dict[str, str] = {}
-    values: dict[str, Any] = {"n_agent": len(steps), "n_requirements": len(task.requirements)}
+    # Every column on every row: the bulk insert takes its columns from the rows.
+    values: dict[str, Any] = dict.fromkeys(METRIC_VALUE_COLUMNS)
+    values.update(n_agent=len(steps), n_requirements=len(task.requirements))
     # SSR and RR against every gold alternative; keep the best by SSR.
     best = None
     for alt, gold in sorted(task.gold.items()):

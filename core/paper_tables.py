@@ -113,7 +113,10 @@ def success_by_domain(store: Store, runs: Sequence[str]) -> pd.DataFrame:
                 delta, low, high = paired_bootstrap_diff(base[common].tolist(), mine[common].tolist())
                 row.update(delta=delta, delta_ci_low=low, delta_ci_high=high, paired_n=len(common))
             rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if "paired_n" in table:
+        table["paired_n"] = table["paired_n"].astype("Int64")
+    return table
 
 
 # -- metrics-based tables ------------------------------------------------------------------------

@@ -57,7 +57,7 @@ def _table1_run(store, fmt="jsonl"):
         TrajectoryRecord(
             task_id=21, steps=steps, final_answer="Massachusetts", termination="answered", reward=0.0
         ),
-        TrajectoryRecord(task_id=22, steps=[], final_answer=None, termination="error"),
+        TrajectoryRecord(task_id=7, steps=[], final_answer=None, termination="error"),  # first row: no gold
     ]
     import_run(store, RunMeta(name="r", source_format=fmt, source_path="x"), trajectories)
     _gold(store, 21, TABLE1_GOLD)
@@ -84,7 +84,7 @@ def test_table1_through_the_store(store):
         "SELECT gold_idx, agent_idx, source FROM alignments WHERE task_id = 21 ORDER BY gold_idx"
     )
     assert [(g, a) for g, a, _ in aligned] == [(0, 1), (1, 2), (2, 4)]
-    empty = store.query_dicts("SELECT * FROM metrics WHERE task_id = 22")[0]
+    empty = store.query_dicts("SELECT * FROM metrics WHERE task_id = 7")[0]
     reasons = orjson.loads(empty["null_reasons"])
     assert empty["ssr"] is None and reasons["ssr"] == "no_gold"
     assert empty["repr"] is None and reasons["repr"] == "no_agent_steps"

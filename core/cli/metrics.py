@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated
 
+import pandas as pd
 import typer
 
 from core.cli import ui
@@ -96,6 +97,8 @@ def _emit(title: str, df, fmt: str) -> None:
 
 
 def _cell(value):
+    if value is None or value is pd.NA:
+        return ""
     if isinstance(value, float):
         return "" if value != value else f"{value:.3f}"
     return value
