@@ -34,3 +34,21 @@ def runs_overview(store: Store) -> pd.DataFrame:
         FROM runs r ORDER BY r.imported_at DESC
         """
     )
+
+
+def metrics_overview(store: Store) -> pd.DataFrame:
+    """One row per computed (run, gold set, judge config, preset): task counts and metric means over the
+    tasks where each metric is defined (NULLs left out, never counted as 0)."""
+    return store.query_df(
+        """
+        SELECT run, gold_set, judge_config, preset, count(*) AS tasks,
+               count(n_gold) AS tasks_with_gold,
+               avg(ssr) AS ssr, count(ssr) AS n_ssr, avg(rr) AS rr, count(rr) AS n_rr,
+               avg(repr) AS repr, count(repr) AS n_repr, avg(psr) AS psr, count(psr) AS n_psr,
+               avg(ear) AS ear, count(ear) AS n_ear,
+               count(*) FILTER (WHERE approximate) AS approximate_tasks,
+               count(*) FILTER (WHERE unresolved_pairs > 0) AS unresolved_tasks,
+               max(computed_at) AS computed_at
+        FROM metrics GROUP BY run, gold_set, judge_config, preset ORDER BY computed_at DESC
+        """
+    )
