@@ -41,7 +41,9 @@ with Store(sys.argv[2]) as store:
 elapsed = time.perf_counter() - t
 print(json.dumps({"elapsed": elapsed, "steps": s.n_steps, "episodes": s.n_episodes,
     "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    "child_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+    "child_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    "cpu": sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage,
+               (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))}))
 """
 
 # AgentLab's viewer: pickle.load of each StepInfo with the real classes importable.
@@ -58,8 +60,9 @@ for f in files:
     except Exception:
         failed += 1
 elapsed = time.perf_counter() - t
+usage = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"elapsed": elapsed, "loaded": loaded, "failed": failed,
-    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    "rss_mb": usage.ru_maxrss / 1024, "cpu": usage.ru_utime + usage.ru_stime}))
 """
 
 
@@ -149,6 +152,8 @@ def main() -> None:
          f"{base['elapsed'] / ours['elapsed']:.2f}", f">= {mb / TARGET_SECONDS:.1f}"),
         ("MB/s (step pickles)", f"{step_mb / ours['elapsed']:.1f}", f"{step_mb / base['elapsed']:.1f}",
          f"{base['elapsed'] / ours['elapsed']:.2f}", ""),
+        ("CPU time (s, all processes)", f"{ours['cpu']:.2f}", f"{base['cpu']:.2f}",
+         f"{ours['cpu'] / base['cpu']:.2f}", "(load-independent check)"),
         ("steps/s", f"{ours['steps'] / ours['elapsed']:.0f}", "", "", ""),
         ("peak RSS (MB, max process)", f"{rss:.0f}", f"{base['rss_mb']:.0f}",
          f"{rss / base['rss_mb']:.2f}", f"<= {TARGET_RSS_MB}"),
