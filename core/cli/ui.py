@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,8 +14,9 @@ from rich.table import Table
 
 from core.store import Store, open_store
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+# Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
+console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200)
 
 ProgressCallback = Callable[[int, int], None]
 
