@@ -61,8 +61,20 @@ def _paper_gold(store: Store) -> str:
     return f"paper-gold: {s.n_tasks} tasks, {s.n_alternatives} alternatives, {s.n_flagged} flagged rows"
 
 
+def _demo_metrics(store: Store) -> str:
+    # Offline judge: the demo must build without any LLM endpoint; results are marked approximate.
+    from core.judge.cascade import make_judge
+    from core.metrics_run import run_metrics
+
+    lines = []
+    for run in ("agentlab-sample", "webarena-render-babelcloud"):
+        summary = run_metrics(store, run, "paper-gold", make_judge("offline", store))
+        lines.append(f"{run} {summary.tasks_with_gold}/{summary.tasks} tasks with gold")
+    return "metrics (offline judge vs paper-gold): " + "; ".join(lines)
+
+
 def demo_steps() -> list[DemoStep]:
-    return [_tasks, _agentlab_sample, _wav_demo, _webarena_render_babelcloud, _paper_gold]
+    return [_tasks, _agentlab_sample, _wav_demo, _webarena_render_babelcloud, _paper_gold, _demo_metrics]
 
 
 def build_demo(path: Path = DEMO_DB, on_progress: Callable[[int, int], None] | None = None) -> list[str]:

@@ -1,0 +1,42 @@
+"""`make demo` builds its database from ../shared/data: every demo step lands, or nothing does."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import demo
+from core.store import Store
+
+
+def test_demo_database_holds_every_source(tmp_path):
+    path = tmp_path / "demo.duckdb"
+    progress = []
+    summary = demo.build_demo(path, on_progress=lambda done, total: progress.append((done, total)))
+    assert len(summary) == len(demo.demo_steps()) and progress[-1][0] == progress[-1][1]
+    with Store(path, read_only=True) as s:
+        runs = dict(s.query("SELECT name, source_format FROM runs"))
+        assert runs == {
+            "wav-demo": "wav-run",
+            "agentlab-sample": "agentlab",
+            "webarena-render-babelcloud": "webarena-render",
+        }
+        assert s.query("SELECT count(*) FROM tasks")[0][0] == 812
+        assert s.query("SELECT count(*) FROM gold_sets WHERE name = 'paper-gold'")[0][0] == 1
+        scored = s.query(
+            "SELECT count(*) FROM evaluations WHERE run = 'wav-demo' AND source = 'webarena-verified'"
+        )
+        assert scored[0][0] == 2
+        with_metrics = dict(s.query("SELECT run, count(*) FROM metrics GROUP BY run"))
+        assert set(with_metrics) == {"agentlab-sample", "webarena-render-babelcloud"}
+    assert not path.with_name(path.name + ".building").exists()
+
+
+def test_failed_demo_build_leaves_nothing(tmp_path, monkeypatch):
+    def broken(store):
+        raise RuntimeError("step failed")
+
+    monkeypatch.setattr(demo, "demo_steps", lambda: [demo._tasks, broken])
+    path = tmp_path / "demo.duckdb"
+    with pytest.raises(RuntimeError):
+        demo.build_demo(path)
+    assert not path.exists() and not path.with_name(path.name + ".building").exists()
