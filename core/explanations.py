@@ -29,7 +29,6 @@ class EventBrief:
     method: str
     url: str
     status: int | None
-    is_navigation: bool = False
 
 
 @dataclass(frozen=True)

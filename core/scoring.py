@@ -11,12 +11,13 @@ a status: the evaluator's own filter/normalise steps (pinned engine version, see
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import multiprocessing
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
-from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, ProcessPoolExecutor, wait
-from functools import lru_cache
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from functools import cached_property, lru_cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -176,23 +177,46 @@ def _read_entries(path: Path | None) -> list[dict]:
         return []
     from core.har import load_trace_entries
 
-    try:
+    try:  # the common case, a well-formed HAR: one orjson call is the fastest read
+        entries = orjson.loads(path.read_bytes())["log"]["entries"]
+        if isinstance(entries, list):
+            return entries
+    except Exception:
+        pass
+    try:  # anything else (Playwright traces, odd HARs) goes through the importer's loader
         return load_trace_entries(path)
     except Exception:
         return []
 
 
+@lru_cache(maxsize=1)
+def _cached_trace_class():
+    """`NetworkTrace` whose `evaluation_events` is computed once: the engine recomputes this pure
+    filter (a URL parse per event) on every access, several times per task."""
+    from webarena_verified.types.tracing import NetworkTrace
+
+    class _CachedNetworkTrace(NetworkTrace):
+        @cached_property
+        def evaluation_events(self):  # same filter as the engine's property, kept once
+            return tuple(event for event in self.events if event.is_evaluation_event)
+
+    return _CachedNetworkTrace
+
+
 def _network_trace(entries: list[dict]):
     """A `NetworkTrace` built exactly as `NetworkTrace.from_har` builds it, minus the file read."""
-    from webarena_verified.types.tracing import NetworkEvent, NetworkTrace
+    from webarena_verified.types.tracing import NetworkEvent
 
     try:
         if not entries:
             return None
-        events = tuple(NetworkEvent(data=MappingProxyType(entry)) for entry in entries)
+        # model_construct: the data is a MappingProxyType by construction, so validating it is moot.
+        events = tuple(NetworkEvent.model_construct(data=MappingProxyType(entry)) for entry in entries)
     except Exception:
         return None
-    return NetworkTrace.model_construct(is_playwright=False, src_file=Path("<parsed>"), events=events)
+    return _cached_trace_class().model_construct(
+        is_playwright=False, src_file=Path("<parsed>"), events=events
+    )
 
 
 @lru_cache(maxsize=4)
@@ -211,7 +235,12 @@ def _init_worker(config: dict | None) -> None:
 
 def _score_chunk(chunk: list[ScoringInput]) -> list[TaskScore]:
     assert _WORKER_ENGINE is not None, "worker not initialised"
-    return [_WORKER_ENGINE.score(item) for item in chunk]
+    # Parsed traces are large acyclic trees: cyclic GC passes over them are pure cost.
+    gc.disable()
+    try:
+        return [_WORKER_ENGINE.score(item) for item in chunk]
+    finally:
+        gc.enable()
 
 
 def score_inputs(
@@ -259,10 +288,10 @@ def score_inputs(
         for i, chunk in enumerate(itertools.chain([first, second], chunks)):
             pending[pool.submit(_score_chunk, chunk)] = i
             while len(pending) >= 2 * workers:  # bounded: memory stays flat on large runs
-                done += _collect(pending, results, wait_all=False)
+                done += _collect(pending, results)
                 progress(done, max(total, done))
         while pending:
-            done += _collect(pending, results, wait_all=False)
+            done += _collect(pending, results)
             progress(done, max(total, done))
     return [score for i in sorted(results) for score in results[i]]
 
@@ -273,9 +302,9 @@ def _chunks(inputs: Iterable[ScoringInput]) -> Iterator[list[ScoringInput]]:
         yield chunk
 
 
-def _collect(pending: dict, results: dict[int, list[TaskScore]], *, wait_all: bool) -> int:
-    """Move finished chunks from `pending` into `results`; returns how many tasks finished."""
-    finished, _ = wait(pending, return_when=ALL_COMPLETED if wait_all else FIRST_COMPLETED)
+def _collect(pending: dict, results: dict[int, list[TaskScore]]) -> int:
+    """Wait for at least one chunk, move finished ones from `pending` into `results`; returns tasks done."""
+    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
     n = 0
     for future in finished:
         results[pending.pop(future)] = chunk = future.result()
@@ -302,9 +331,11 @@ def _task_score(
         seqs = event_seqs if event_seqs is not None else range(len(trace.events))
         seq_of = {id(event): seq for seq, event in zip(seqs, trace.events, strict=False)}
     rows = []
+    # The trace's events as explanations show them: built at most once per task, only if needed.
+    briefs = lru_cache(maxsize=1)(lambda: _event_briefs(context, seq_of))
     for idx, er_json in enumerate(official["evaluators_results"]):
         cfg = task_cfgs[idx] if idx < len(task_cfgs) else None
-        rows.append(_evaluator_row(idx, er_json, cfg, context, seq_of))
+        rows.append(_evaluator_row(idx, er_json, cfg, context, seq_of, briefs))
     # An evaluator that errored leaves the task's own error_msg empty: surface the first one.
     error = official.get("error_msg") or next((r.error for r in rows if r.error), None)
     return TaskScore(
@@ -322,7 +353,7 @@ def _task_score(
     )
 
 
-def _evaluator_row(idx: int, er: dict, cfg, context, seq_of: dict[int, int]) -> EvaluatorScore:
+def _evaluator_row(idx: int, er: dict, cfg, context, seq_of: dict[int, int], briefs) -> EvaluatorScore:
     status: Status = er["status"] if er["status"] in ("success", "failure", "error") else "failure"
     expected_raw = cfg.expected.model_dump(mode="json", exclude_none=True) if cfg is not None else None
     row = EvaluatorScore(
@@ -339,7 +370,7 @@ def _evaluator_row(idx: int, er: dict, cfg, context, seq_of: dict[int, int]) -> 
     )
     try:
         if er["evaluator_name"] == "NetworkEventEvaluator" and cfg is not None and context is not None:
-            _locate_network_events(row, er, cfg, context, seq_of)
+            _locate_network_events(row, er, cfg, context, seq_of, briefs)
         elif status != "success":
             row.explanation = explanations.explain_evaluator(_with_alternatives(er, cfg, context))
     except Exception as exc:  # an explanation must never cost a score
@@ -370,7 +401,9 @@ def _with_alternatives(er: dict, cfg, context) -> dict:
     return {**er, "expected": {**er["expected"], "retrieved_data": shown}}
 
 
-def _locate_network_events(row: EvaluatorScore, er: dict, cfg, context, seq_of: dict[int, int]) -> None:
+def _locate_network_events(
+    row: EvaluatorScore, er: dict, cfg, context, seq_of: dict[int, int], briefs: Callable[[], list]
+) -> None:
     """Find the event a network evaluator matched, or the nearest one, and explain a failure."""
     from webarena_verified.core.evaluation.evaluators.network_event_evaluator import NetworkEventEvaluator
 
@@ -411,12 +444,11 @@ def _locate_network_events(row: EvaluatorScore, er: dict, cfg, context, seq_of: 
     expected_json = er.get("expected")
     if not isinstance(expected_json, dict):
         expected_json = _as_reported(expected_norm)
-    briefs = _event_briefs(context, seq_of)
     navigate_last = bool(context.task.is_navigate_task and cfg.expected.http_method == "GET")
     explained = explanations.explain_network(
         expected=expected_json,
         candidates=candidates,
-        events=briefs,
+        events=briefs(),
         should_not_exist=bool(cfg.should_not_exist),
         navigate_last=navigate_last,
     )
@@ -433,23 +465,28 @@ def _as_reported(normalized: Any) -> Any:
 
 
 def _event_briefs(context, seq_of: dict[int, int]) -> list[explanations.EventBrief]:
-    """The trace's evaluation events, URLs shown with site placeholders as the task writes them."""
+    """The trace's evaluation events, URLs shown with site placeholders as the task writes them.
+
+    Derendering is the engine's rule (`EnvironmentConfig.derender_url`: replace the site URL by its
+    placeholder) done as plain string replacement, since it runs on every event of the trace.
+    """
+    prefixes = []
+    for site in context.task.sites:
+        env = (context.config.environments or {}).get(site)
+        for site_url in env.urls if env else ():
+            prefixes.append((site_url, site_url.rstrip("/"), site.url_name_template))
     briefs = []
-    sites = context.task.sites
     for event in context.network_trace.evaluation_events:
         try:
             url = event.url
-            try:
-                shown = context.config.derender_url(url, sites=sites, strict=False)
-            except Exception:
-                shown = url
+            shown = next((url.replace(bare, tpl) for full, bare, tpl in prefixes if full in url), url)
+            status = event.request_status
             briefs.append(
                 explanations.EventBrief(
                     seq=seq_of.get(id(event), -1),
                     method=str(event.http_method).upper(),
-                    url=shown if isinstance(shown, str) else url,
-                    status=event.request_status if isinstance(event.request_status, int) else None,
-                    is_navigation=event.is_navigation_event,
+                    url=shown,
+                    status=status if isinstance(status, int) else None,
                 )
             )
         except Exception:  # a malformed entry: the engine judged it; we just cannot point at it
