@@ -5,10 +5,10 @@ Volume: a run directory in the official layout built under a temp dir: for each 
 demo HAR (`demo-run/107/network.har`, 805 KB, hard-linked where possible: the bytes read are real).
 The config maps every site to the HAR's origin.
 
-Ours, end to end: read the responses, score with `core.scoring.score_inputs` (2 worker processes, each
-reading its traces with `core.har` and building one `WebArenaVerified`), write every row into a fresh
-DuckDB with `write_scores`. (Part A's `wav-run` importer had not landed when this was written, so the
-import step is this load; traces are parsed inside the scoring workers.)
+Ours, end to end: `core.importers.wav_run.import_wav_run` into a database that already holds the
+tasks, exactly what `trajreview import wav-run` does: 2 worker processes each read, parse (once) and
+score their tasks with one `WebArenaVerified`, then the parent stores network events, agent responses
+and evaluations in one transaction.
 Baseline: `webarena-verified eval-tasks --output-dir <copy> --config <config>` in a subprocess.
 Both produce a status per task; the number of tasks whose status differs must be 0.
 
@@ -64,24 +64,18 @@ def build_run(root: Path) -> tuple[Path, Path]:
 
 
 def run_ours(run: Path, config: Path, db: Path) -> tuple[float, dict[int, str]]:
-    from core.scoring import ScoringInput, score_inputs, write_scores
+    """`trajreview import wav-run` as a user runs it: read, parse once, store events, score, store."""
+    from core.datasets import ensure_tasks
+    from core.importers.wav_run import import_wav_run
     from core.store import Store
 
-    started = time.perf_counter()
-    task_ids = sorted(int(p.name) for p in run.iterdir() if p.name.isdigit())
-    inputs = (
-        ScoringInput(
-            task_id=t,
-            agent_response=(run / str(t) / "agent_response.json").read_text(),
-            har_path=run / str(t) / "network.har",
-        )
-        for t in task_ids
-    )
-    scores = score_inputs(inputs, config=config, workers=2, total=len(task_ids))
-    with Store(db) as store, store.transaction() as cur:
-        write_scores(cur, "bench", scores)
-    elapsed = time.perf_counter() - started
-    return elapsed, {s.task_id: s.status for s in scores}
+    with Store(db) as store:
+        ensure_tasks(store)  # a database in daily use already holds the tasks: not on the clock
+        started = time.perf_counter()
+        import_wav_run(store, run, "bench", config=config, workers=2)
+        elapsed = time.perf_counter() - started
+        statuses = dict(store.query("SELECT task_id, status FROM evaluations WHERE run = 'bench'"))
+    return elapsed, statuses
 
 
 def run_official(run: Path, config: Path, copy: Path) -> tuple[float, dict[int, str]]:

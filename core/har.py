@@ -125,7 +125,27 @@ def iter_trace_entries(path: Path) -> Iterator[dict]:
     path = Path(path)
     if path.is_dir() or path.suffix == ".zip" or path.name.endswith(".network"):
         return iter_playwright_entries(path)
-    return iter_har_entries(path)
+    whole = _whole_har_entries(path)
+    return iter(whole) if whole is not None else iter_har_entries(path)
+
+
+# Below this size one orjson call over the whole file is much faster than streaming, and its
+# transient memory (a few times the file) is small; above it, memory must stay bounded.
+_WHOLE_FILE_MAX = 32 << 20
+
+
+def _whole_har_entries(path: Path) -> list[dict] | None:
+    """The entries of a small, well-formed HAR in one read; None sends the file to the streaming
+    scanner, which also gives the precise reason when something is wrong."""
+    try:
+        if path.stat().st_size > _WHOLE_FILE_MAX:
+            return None
+        entries = orjson.loads(path.read_bytes())["log"]["entries"]
+    except Exception:
+        return None
+    if isinstance(entries, list) and all(isinstance(entry, dict) for entry in entries):
+        return entries
+    return None
 
 
 def iter_playwright_entries(path: Path) -> Iterator[dict]:

@@ -12,12 +12,9 @@ a status: the evaluator's own filter/normalise steps (pinned engine version, see
 from __future__ import annotations
 
 import gc
-import itertools
 import logging
-import multiprocessing
-from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from functools import cached_property, lru_cache
+from collections.abc import Callable, Iterable, Sequence, Sized
+from functools import cached_property, lru_cache, partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -27,6 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core import explanations
 from core.errors import InputError
+from core.parallel import map_chunks
 from core.store import Store, insert_rows, utcnow
 
 SOURCE = "webarena-verified"
@@ -225,20 +223,13 @@ def _engine_for(config_json: str) -> _Engine:
     return _Engine(orjson.loads(config_json))
 
 
-_WORKER_ENGINE: _Engine | None = None
-
-
-def _init_worker(config: dict | None) -> None:
-    global _WORKER_ENGINE
-    _WORKER_ENGINE = _Engine(config)
-
-
-def _score_chunk(chunk: list[ScoringInput]) -> list[TaskScore]:
-    assert _WORKER_ENGINE is not None, "worker not initialised"
+def score_chunk(config_json: str, chunk: list[ScoringInput]) -> list[TaskScore]:
+    """Score a chunk with this process's engine (built once per process and config)."""
+    engine = _engine_for(config_json)
     # Parsed traces are large acyclic trees: cyclic GC passes over them are pure cost.
     gc.disable()
     try:
-        return [_WORKER_ENGINE.score(item) for item in chunk]
+        return [engine.score(item) for item in chunk]
     finally:
         gc.enable()
 
@@ -253,63 +244,22 @@ def score_inputs(
 ) -> list[TaskScore]:
     """Score tasks with the official engine; results in input order.
 
-    `workers=1` scores in this process; more use a process pool whose workers each build their
-    engine once. Inputs are consumed lazily with a bounded number of chunks in flight, so a generator
-    of inputs never sits in memory whole. A bad config raises `InputError` before any work; a bad task
-    gives status `error`.
+    `workers=1` scores in this process; more use worker processes that each build their engine once
+    (`core.parallel`). Inputs are consumed lazily, so a generator of inputs never sits in memory
+    whole. A bad config raises `InputError` before any work; a bad task gives status `error`.
     """
-    config_data = load_config(config)
+    config_json = config_key(config)
     if total is None and isinstance(inputs, Sized):
         total = len(inputs)
-    total = total or 0
-    progress = on_progress or (lambda done, total: None)
-    progress(0, total)
-    chunks = _chunks(inputs)
-    first = next(chunks, None)
-    if first is None:
-        return []
-    second = next(chunks, None)
-    if workers <= 1 or second is None:
-        engine = _engine_for(orjson.dumps(config_data).decode())
-        scores: list[TaskScore] = []
-        for chunk in itertools.chain([first], [second] if second else [], chunks):
-            for item in chunk:
-                scores.append(engine.score(item))
-                progress(len(scores), max(total, len(scores)))
-        return scores
-    results: dict[int, list[TaskScore]] = {}
-    done = 0
-    # spawn: never fork a process that holds a DuckDB connection and its threads.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(config_data,)
-    ) as pool:
-        pending: dict = {}
-        for i, chunk in enumerate(itertools.chain([first, second], chunks)):
-            pending[pool.submit(_score_chunk, chunk)] = i
-            while len(pending) >= 2 * workers:  # bounded: memory stays flat on large runs
-                done += _collect(pending, results)
-                progress(done, max(total, done))
-        while pending:
-            done += _collect(pending, results)
-            progress(done, max(total, done))
-    return [score for i in sorted(results) for score in results[i]]
+    return map_chunks(
+        partial(score_chunk, config_json), inputs, workers=workers, chunk_size=_CHUNK, total=total,
+        on_progress=on_progress,
+    )  # fmt: skip
 
 
-def _chunks(inputs: Iterable[ScoringInput]) -> Iterator[list[ScoringInput]]:
-    iterator = iter(inputs)
-    while chunk := list(itertools.islice(iterator, _CHUNK)):
-        yield chunk
-
-
-def _collect(pending: dict, results: dict[int, list[TaskScore]]) -> int:
-    """Wait for at least one chunk, move finished ones from `pending` into `results`; returns tasks done."""
-    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-    n = 0
-    for future in finished:
-        results[pending.pop(future)] = chunk = future.result()
-        n += len(chunk)
-    return n
+def config_key(config: Path | dict | None) -> str:
+    """The engine config as canonical JSON text: validated once here, hashable for per-process caching."""
+    return orjson.dumps(load_config(config), option=orjson.OPT_SORT_KEYS).decode()
 
 
 # -- turning engine results into rows ---------------------------------------------------------------

@@ -15,6 +15,7 @@ import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -27,6 +28,8 @@ from core.datasets import ensure_tasks
 from core.errors import InputError
 from core.har import NETWORK_EVENTS_SCHEMA, PLAYWRIGHT_NETWORK_FILE, parse_trace
 from core.importers.common import Paradigm, Problem, RunMeta, import_run
+from core.parallel import map_chunks
+from core.scoring import ScoringInput, config_key, load_config, score_chunk, write_scores
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "wav-run"
@@ -64,6 +67,10 @@ class _Task(BaseModel):
     scoring_entries: list[Any] | None = None
     scoring_seqs: list[int] | None = None
     scorable: bool = False
+
+
+# Tasks per worker job: small enough for a smooth progress bar, large enough to amortise pickling.
+_TASKS_PER_CHUNK = 8
 
 
 # -- source handling -------------------------------------------------------------------------------
@@ -159,8 +166,6 @@ def _read_config(path: Path | None, run_dir: Path) -> dict | None:
         raise InputError(source, f"not a JSON config: {str(exc).splitlines()[0]}") from None
     if not isinstance(config, dict):
         raise InputError(source, "config must be a JSON object")
-    from core.scoring import load_config
-
     load_config(source)  # a config the engine rejects is a whole-file error, before any work
     return config
 
@@ -262,12 +267,19 @@ def import_wav_run(
         dirs = _task_dirs(run_dir, known, problems)
         if not dirs and not problems:
             raise InputError(path, "no task directories (<task_id>/agent_response.json and network.har)")
-        total = len(dirs) * (2 if score else 1)
+        # Each worker reads, parses and scores its tasks: a trace is parsed once, in the process
+        # that scores it, and only compact results (Arrow tables, rows) travel back.
+        work = partial(_read_and_score_chunk, run, config_key(config_json) if score else None)
+        outcomes = map_chunks(work, [(task_id, str(task_dir)) for task_id, task_dir in dirs],
+                              workers=workers, chunk_size=_TASKS_PER_CHUNK, total=len(dirs),
+                              on_progress=progress)  # fmt: skip
         tasks: list[_Task] = []
-        for done, (task_id, task_dir) in enumerate(dirs, 1):
-            tasks.append(_read_task(run, task_dir, task_id, problems))
-            progress(done, total)
-        scores = _score(tasks, config_json, score, workers, lambda d, t: progress(len(dirs) + d, total))
+        scores: list = []
+        for task, task_problems, task_score in outcomes:
+            tasks.append(task)
+            problems.extend(task_problems)
+            if task_score is not None:
+                scores.append(task_score)
 
     events = [t.events for t in tasks if t.events is not None and t.events.num_rows]
     event_table = pa.concat_tables(events) if events else NETWORK_EVENTS_SCHEMA.empty_table()
@@ -282,8 +294,6 @@ def import_wav_run(
         lambda cur: insert_rows(cur, "agent_responses", response_rows),
     ]
     if scores:
-        from core.scoring import write_scores
-
         writes.append(lambda cur: write_scores(cur, run, scores))
     import_run(store, meta, problems=problems, extra_writes=writes)
     statuses: dict[str, int] = {}
@@ -295,22 +305,24 @@ def import_wav_run(
     )  # fmt: skip
 
 
-def _score(tasks: list[_Task], config: dict | None, enabled: bool, workers: int, progress) -> list:
-    if not enabled:
-        return []
-    from core.scoring import ScoringInput, score_inputs
-
-    # model_construct: the entries come from our own parser; re-validating thousands of dicts is waste.
-    inputs = [
-        ScoringInput.model_construct(
-            task_id=t.task_id,
-            agent_response=t.response.raw_text if t.response else None,
-            har_entries=t.scoring_entries,
-            har_path=None,
-            event_seqs=t.scoring_seqs,
-        )
-        for t in tasks
-        if t.scorable and t.scoring_entries is not None  # an empty trace: the engine reports the error
-    ]
-    # The engine's config with real credentials stays in memory only; the stored copy is redacted.
-    return score_inputs(inputs, config=config, workers=workers, on_progress=progress)
+def _read_and_score_chunk(
+    run: str, config_json: str | None, chunk: list[tuple[int, str]]
+) -> list[tuple[_Task, list[Problem], Any]]:
+    """Worker side: read each task directory, parse its trace once, score it (if `config_json`)."""
+    out = []
+    for task_id, task_dir in chunk:
+        problems: list[Problem] = []
+        task = _read_task(run, Path(task_dir), task_id, problems)
+        task_score = None
+        # An empty trace is still scored: the engine reports the error itself.
+        if config_json is not None and task.scorable and task.scoring_entries is not None:
+            # model_construct: the entries come from our own parser; re-validating them is waste.
+            item = ScoringInput.model_construct(
+                task_id=task_id, agent_response=task.response.raw_text if task.response else None,
+                har_entries=task.scoring_entries, har_path=None, event_seqs=task.scoring_seqs,
+            )  # fmt: skip
+            task_score = score_chunk(config_json, [item])[0]
+        # The engine's copy of the trace stays here; only the stored rows go back to the parent.
+        task.scoring_entries = task.scoring_seqs = None
+        out.append((task, problems, task_score))
+    return out
