@@ -18,10 +18,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +29,7 @@ from core import safe_pickle
 from core.action_grammar.browsergym import answer_call, parse_action, stated_action
 from core.errors import InputError
 from core.importers.common import Problem, RunMeta, StepRecord, TrajectoryRecord, import_run
+from core.parallel import map_chunks
 from core.store import Store
 
 SOURCE_FORMAT = "agentlab"
@@ -478,32 +476,14 @@ def read_episodes(
     if workers is None:
         big = sum(_step_bytes(d) for _, d in episodes) >= _PARALLEL_MIN_BYTES
         workers = min(2, os.cpu_count() or 1) if big else 1
-    total = len(episodes)
-    if workers > 1 and total > 1:
-        try:
-            return _read_in_pool(episodes, workers, on_progress)
-        except BrokenProcessPool:
-            pass  # e.g. a caller script without a __main__ guard cannot spawn workers: read here
-    out = []
-    for done, (name, directory) in enumerate(episodes, 1):
-        out.append(read_episode(directory, name))
-        if on_progress:
-            on_progress(done, total)
-    return out
+    return map_chunks(
+        _read_episode_chunk, [(name, str(d)) for name, d in episodes], workers=workers, chunk_size=1,
+        total=len(episodes), on_progress=on_progress,
+    )  # fmt: skip
 
 
-def _read_in_pool(
-    episodes: Sequence[tuple[str, Path]], workers: int, on_progress: ProgressCallback | None
-) -> list[EpisodeRead]:
-    # spawn, not fork: the parent holds a DuckDB connection with its own threads.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(read_episode, str(d), name) for name, d in episodes]
-        out = []
-        for done, future in enumerate(futures, 1):
-            out.append(future.result())
-            if on_progress:
-                on_progress(done, len(episodes))
-        return out
+def _read_episode_chunk(chunk: list[tuple[str, str]]) -> list[EpisodeRead]:
+    return [read_episode(directory, name) for name, directory in chunk]
 
 
 def _most_common(values: Sequence[str | None]) -> str | None:
