@@ -11,6 +11,7 @@ from core.importers.common import RunMeta, StepRecord, TrajectoryRecord, import_
 from core.judge import Pair, Verdict
 from core.judge.cascade import CascadeJudge
 from core.metrics_run import NULL_REASONS, run_metrics
+from core.paper_tables import METRIC_COLUMNS
 from core.store import insert_rows, utcnow
 
 
@@ -165,16 +166,7 @@ def test_real_gold_x_browsergym_sample(tasks_store, shared_data):
     # Every NULL metric carries a documented reason.
     for row in rows:
         reasons = orjson.loads(row["null_reasons"]) if row["null_reasons"] else {}
-        for metric in (
-            "ssr",
-            "ssr_unordered",
-            "rr",
-            "mean_recovery_cost",
-            "repr",
-            "repr_run_members",
-            "psr",
-            "ear",
-        ):
+        for metric in METRIC_COLUMNS:
             if row[metric] is None:
                 assert reasons.get(metric) in NULL_REASONS, (row["task_id"], metric)
         assert all(0.0 <= row[k] <= 1.0 for k in ("ssr", "rr", "repr", "psr", "ear") if row[k] is not None)

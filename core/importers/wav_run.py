@@ -154,20 +154,15 @@ def _redact_config(value: Any) -> Any:
 
 
 def _read_config(path: Path | None, run_dir: Path) -> dict | None:
-    """The environment config to score with: --config wins over the run's run_config.json."""
+    """The environment config to score with: --config wins over the run's run_config.json.
+
+    A config the engine rejects is a whole-file error, before any work. Returned as the user wrote it
+    (stored, redacted, on `runs.config`), not in the engine's normalised form."""
     source = path if path is not None else run_dir / RUN_CONFIG_FILE
     if path is None and not source.is_file():
         return None
-    try:
-        config = orjson.loads(source.read_bytes())
-    except FileNotFoundError:
-        raise InputError(source, "no such config file") from None
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise InputError(source, f"not a JSON config: {str(exc).splitlines()[0]}") from None
-    if not isinstance(config, dict):
-        raise InputError(source, "config must be a JSON object")
-    load_config(source)  # a config the engine rejects is a whole-file error, before any work
-    return config
+    load_config(source)  # one-line InputError naming the file when unreadable or rejected
+    return orjson.loads(source.read_bytes())
 
 
 # -- per task --------------------------------------------------------------------------------------
