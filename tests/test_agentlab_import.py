@@ -224,6 +224,14 @@ def test_answer_episode_is_the_latest_complete_attempt(db):
         assert sum(a[2] for a in attempts) == 1, task_id
     # Task 118 has a crashed attempt (_webarena.118) and a complete one (_webarena.118_1).
     assert [e for e, _, answer in by_task[118] if answer] == ["_webarena.118_1"]
+    # What the CLI reports to the user is the same choice.
+    from core.importers.common import several_attempts
+
+    reported = {r["task_id"]: (r["attempts"], r["answer"]) for r in several_attempts(db, RUN)}
+    expected = {
+        t: (len(a), next(e for e, _, answer in a if answer)) for t, a in by_task.items() if len(a) > 1
+    }
+    assert reported == expected and 118 in reported
 
 
 def test_reimport_is_idempotent(tasks_store, sample_dir):

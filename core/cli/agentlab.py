@@ -29,21 +29,31 @@ def import_agentlab_cmd(
     """Import BrowserGym / AgentLab experiment directories (pickles are read without running them)."""
     from core.errors import InputError
     from core.importers.agentlab import import_agentlab
+    from core.importers.common import several_attempts
 
     if paradigm not in _PARADIGMS:
         raise InputError("--paradigm", f"must be one of {', '.join(_PARADIGMS)}")
     if not run.strip():
         raise InputError("--run", "must not be empty")
-    with ui.store_from(ctx) as store, ui.progress_bar("reading episodes") as progress:
-        summary = import_agentlab(
-            store, directory, run, agent=agent, model=model, paradigm=paradigm, workers=workers,
-            on_progress=progress,
-        )  # fmt: skip
+    with ui.store_from(ctx) as store:
+        with ui.progress_bar("reading episodes") as progress:
+            summary = import_agentlab(
+                store, directory, run, agent=agent, model=model, paradigm=paradigm, workers=workers,
+                on_progress=progress,
+            )  # fmt: skip
+        repeated = several_attempts(store, summary.run)
     endings = ", ".join(f"{k} {v}" for k, v in sorted(summary.terminations.items()))
     ui.console.print(
         f"run {summary.run}: {summary.n_episodes} episodes, {summary.n_tasks} tasks, {summary.n_steps} steps"
         f" ({endings}); {summary.n_problems} problems"
     )
+    if repeated:
+        examples = "; ".join(f"task {r['task_id']}: {r['answer']}" for r in repeated[:3])
+        ui.console.print(
+            f"{len(repeated)} tasks have several attempts; each task's answer is its latest complete"
+            f" attempt ({examples})",
+            markup=False, highlight=False,
+        )  # fmt: skip
     for problem in summary.problems[:_SHOWN_PROBLEMS]:
         ui.console.print(f"  problem: {problem.message}", markup=False, highlight=False)
     if summary.n_problems > _SHOWN_PROBLEMS:
