@@ -371,3 +371,34 @@ def test_network_matrix_agrees_with_official(template: dict, official_matrix) ->
     # The matrix exercises both outcomes of the network evaluators.
     network_statuses = {s for r in rows for s in r[3][1:]}
     assert {"success", "failure"} <= network_statuses
+
+
+def test_network_matrix_through_the_importer_agrees_with_official(
+    template: dict, official_matrix, tasks_store, tmp_path: Path
+) -> None:
+    """The same matrix as HAR files imported with `import wav-run`: our own HAR parser, the static-asset
+    cut and the stored rows must not change a single verdict."""
+    from core.importers.wav_run import import_wav_run
+
+    matrix = _matrix(template)
+    config = tmp_path / "matrix-config.json"
+    config.write_text(json.dumps(MATRIX_CONFIG))
+    disagreements, seen = [], set()
+    for n, (case, task_id, trace) in enumerate(matrix):
+        run_dir = tmp_path / f"case{n}"
+        task_dir = run_dir / str(task_id)
+        task_dir.mkdir(parents=True)
+        response = _expected_response(official_matrix, task_id)
+        (task_dir / "agent_response.json").write_text(response)
+        har = task_dir / "network.har"
+        har.write_bytes(orjson.dumps({"log": {"version": "1.2", "entries": trace}}))
+        import_wav_run(tasks_store, run_dir, f"case{n}", config=config, workers=1)
+        mine = tasks_store.query("SELECT status FROM evaluations WHERE run = ?", [f"case{n}"])[0][0]
+        theirs = official_matrix.evaluate_task(task_id=task_id, agent_response=response, network_trace=har)
+        seen.add(mine)
+        if mine != theirs.status.value:
+            disagreements.append((case, task_id, mine, theirs.status.value))
+        stored = tasks_store.query("SELECT count(*) FROM network_events WHERE run = ?", [f"case{n}"])[0][0]
+        assert stored == len(trace), case
+    assert disagreements == []
+    assert len(matrix) >= 15 and {"success", "failure"} <= seen
