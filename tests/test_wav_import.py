@@ -319,7 +319,11 @@ def test_cli_exit_codes(tasks_db: Path, wav: Path, tmp_path: Path):
     shutil.copy(tasks_db, db)
     ok = _cli(str(wav / "demo-run"), "--run", "cli", "--no-score", db=db)
     assert ok.returncode == 0, ok.stderr
-    assert "run cli: 2 tasks, 718 network events" in ok.stdout or "run cli: 2 tasks" in ok.stdout
+    entries = sum(
+        len(json.loads((wav / "demo-run" / t / "network.har").read_bytes())["log"]["entries"])
+        for t in ("107", "108")
+    )
+    assert f"run cli: 2 tasks, {entries} network events" in ok.stdout
     missing = _cli(str(tmp_path / "nope"), "--run", "cli", "--no-score", db=db)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no such file" in missing.stderr
     bad = _cli(str(wav / "demo-run"), "--run", "cli", "--paradigm", "magic", db=db)
@@ -373,3 +377,30 @@ def test_event_seqs_survive_leaving_static_assets_out(tasks_store: Store, wav: P
             "SELECT DISTINCT is_static_asset FROM network_events WHERE run = 'nav' AND seq = ?", [seq]
         )[0]
         assert static is False
+
+
+def test_cli_explains_each_failed_task(tasks_db: Path, wav: Path, tmp_path: Path):
+    """After scoring, the command says why each task failed, in the official result's own terms."""
+    db = tmp_path / "cli.duckdb"
+    shutil.copy(tasks_db, db)
+    out = _cli(str(wav / "demo-run"), "--run", "cli", "--config", str(wav / "config.demo.json"), db=db)
+    assert out.returncode == 0, out.stderr
+    failed = {
+        t: json.loads((wav / "demo-run" / t / "eval_result.json").read_text())
+        for t in ("107", "108")
+        if json.loads((wav / "demo-run" / t / "eval_result.json").read_text())["status"] != "success"
+    }
+    assert failed, "the demo run has a failing task"
+    assert f"why tasks failed ({len(failed)}):" in out.stdout
+    checked = 0
+    for task_id in failed:
+        line = next(
+            line for line in out.stdout.splitlines() if line.strip().startswith(f"task {task_id} failure:")
+        )
+        results = failed[task_id]["evaluators_results"]
+        names = {a["assertion_name"] for e in results for a in e.get("assertions") or ()}
+        if any("task_type_mismatch" in n for n in names):
+            said = json.loads((wav / "demo-run" / task_id / "agent_response.json").read_text())["task_type"]
+            assert f"agent said {said.upper()}" in line and "task_type: expected" in line
+            checked += 1
+    assert checked  # 107 fails on its task type (its official assertions say so)

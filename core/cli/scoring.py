@@ -37,14 +37,16 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         """Score a stored run with the official webarena-verified engine and explain every failure."""
         from core.scoring import evaluate_run
 
-        with ui.store_from(ctx) as store, ui.progress_bar(f"scoring {run}") as progress:
-            scores = evaluate_run(store, run, config=config, workers=workers, on_progress=progress)
-        counts = Counter(s.status for s in scores)
-        ui.print_table(
-            f"{run}: {len(scores)} tasks",
-            ["success", "failure", "error", "cannot pass"],
-            [(counts["success"], counts["failure"], counts["error"], sum(s.cannot_pass for s in scores))],
-        )
+        with ui.store_from(ctx) as store:
+            with ui.progress_bar(f"scoring {run}") as progress:
+                scores = evaluate_run(store, run, config=config, workers=workers, on_progress=progress)
+            counts = Counter(s.status for s in scores)
+            ui.print_table(
+                f"{run}: {len(scores)} tasks",
+                ["success", "failure", "error", "cannot pass"],
+                [(counts["success"], counts["failure"], counts["error"], sum(s.cannot_pass for s in scores))],
+            )
+            ui.print_failures(store, run)
 
     export_app = _export_group(app)
 

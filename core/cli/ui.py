@@ -56,3 +56,23 @@ def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
     console.print(table)
+
+
+def print_failures(store, run: str, limit: int = 15) -> None:
+    """The run's failing tasks, one plain sentence each (agent text is printed as text, never markup)."""
+    from core.reports import failed_tasks
+
+    failures = failed_tasks(store, run)
+    if not failures:
+        return
+    console.print(f"why tasks failed ({len(failures)}):", markup=False)
+    for row in failures[:limit]:
+        flag = " [cannot pass under this engine version]" if row["cannot_pass"] else ""
+        reason = row["explanation"] or row["error"] or "(no explanation recorded)"
+        console.print(
+            f"  task {row['task_id']} {row['status']}{flag}: {reason}", markup=False, highlight=False
+        )
+    if len(failures) > limit:
+        console.print(
+            f"  ... and {len(failures) - limit} more (table evaluations, column explanation)", markup=False
+        )

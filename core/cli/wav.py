@@ -33,11 +33,17 @@ def import_wav_run_cmd(
 
     if paradigm not in _PARADIGMS:
         raise InputError("--paradigm", f"must be one of {', '.join(_PARADIGMS)}")
-    with ui.store_from(ctx) as store, ui.progress_bar("reading and scoring tasks") as progress:
-        summary = import_wav_run(
-            store, path, run, config=config, agent=agent, model=model, paradigm=paradigm,  # type: ignore[arg-type]
-            score=not no_score, workers=workers, on_progress=progress,
-        )  # fmt: skip
+    with ui.store_from(ctx) as store:
+        with ui.progress_bar("reading and scoring tasks") as progress:
+            summary = import_wav_run(
+                store, path, run, config=config, agent=agent, model=model, paradigm=paradigm,  # type: ignore[arg-type]
+                score=not no_score, workers=workers, on_progress=progress,
+            )  # fmt: skip
+        _print_summary(summary)
+        ui.print_failures(store, summary.run)
+
+
+def _print_summary(summary) -> None:
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items())) or "not scored"
     ui.console.print(
         f"run {summary.run}: {summary.n_tasks} tasks, {summary.n_events} network events, "
