@@ -349,3 +349,16 @@ def test_cli_exit_codes(tmp_path, sample_dir):
     assert missing.stderr.strip().count("\n") == 0 and "no such directory" in missing.stderr
     bad = _cli("import", "agentlab", str(sample_dir), "--run", "x", "--paradigm", "guess", db=db)
     assert bad.returncode == 2 and "--paradigm" in bad.stderr
+
+
+def test_answer_episodes_with_a_known_outcome_are_the_runs_verdicts(db):
+    """Run-level views read `evaluations`: each task whose answer episode has a known outcome gets one
+    row with source 'source-reward', agreeing with that episode; crashed episodes give none."""
+    verdicts = dict(
+        db.query("SELECT task_id, status FROM evaluations WHERE run = ? AND source = 'source-reward'", [RUN])
+    )
+    answers = db.query("SELECT task_id, success FROM trajectories WHERE run = ? AND is_answer", [RUN])
+    expected = {t: ("success" if ok else "failure") for t, ok in answers if ok is not None}
+    assert verdicts == expected
+    assert {"success", "failure"} <= set(verdicts.values())
+    assert any(ok is None for _, ok in answers)  # reset crashes: no verdict recorded for them

@@ -28,9 +28,16 @@ from pydantic import BaseModel, Field
 from core import safe_pickle
 from core.action_grammar.browsergym import answer_call, parse_action, stated_action
 from core.errors import InputError
-from core.importers.common import Problem, RunMeta, StepRecord, TrajectoryRecord, import_run
+from core.importers.common import (
+    Problem,
+    RunMeta,
+    StepRecord,
+    TrajectoryRecord,
+    import_run,
+    source_verdict_rows,
+)  # fmt: skip
 from core.parallel import map_chunks
-from core.store import Store
+from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "agentlab"
 _TASK_IN_NAME = re.compile(r"webarena\.(\d+)")
@@ -534,7 +541,12 @@ def import_agentlab(
         paradigm=paradigm, config=next((r.config for r in reads if r.config), None),
         n_tasks=len({t.task_id for t in trajectories}),
     )  # fmt: skip
-    import_run(store, meta, trajectories, problems)
+    # The episode's own reward is the run's verdict for the task until it is scored otherwise.
+    evaluations = source_verdict_rows(run, trajectories, "source-reward")
+    import_run(
+        store, meta, trajectories, problems,
+        extra_writes=[lambda cur: insert_rows(cur, "evaluations", evaluations)],
+    )  # fmt: skip
     return ImportSummary(
         run=run, n_episodes=len(trajectories), n_tasks=meta.n_tasks or 0,
         n_steps=sum(t.n_steps for t in trajectories),

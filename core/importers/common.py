@@ -167,6 +167,21 @@ def write_trajectories(
     insert_rows(cur, "observations", obs_rows)
 
 
+def source_verdict_rows(
+    run: str, trajectories: Sequence[TrajectoryRecord], source: str
+) -> list[dict[str, Any]]:
+    """`evaluations` rows from the source's own verdict (its reward or log) for each task's answer
+    attempt, where the source gives one; scoring with the official engine, when possible, replaces them."""
+    answers = mark_answers(trajectories)
+    now = utcnow()
+    return [
+        {"run": run, "task_id": t.task_id, "status": "success" if t.success else "failure",
+         "score": 1.0 if t.success else 0.0, "source": source, "evaluated_at": now}
+        for t in trajectories
+        if t.success is not None and (t.task_id, t.episode) in answers
+    ]  # fmt: skip
+
+
 def import_run(
     store: Store,
     meta: RunMeta,

@@ -21,8 +21,15 @@ from core.action_grammar.browsergym import parse_action as parse_browsergym_acti
 from core.action_grammar.webarena import describe, element_from_axtree, is_na_answer, parse_webarena_action
 from core.datasets import ensure_tasks
 from core.errors import InputError
-from core.importers.common import Problem, RunMeta, StepRecord, TrajectoryRecord, import_run, mark_answers
-from core.store import Store, insert_rows, utcnow
+from core.importers.common import (
+    Problem,
+    RunMeta,
+    StepRecord,
+    TrajectoryRecord,
+    import_run,
+    source_verdict_rows,
+)
+from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "jsonl"
 
@@ -203,13 +210,7 @@ def import_jsonl(
         for t in trajectories if known and t.task_id not in known
     ]  # fmt: skip
     # The run's own reward is its verdict (source-reward) for the task's answer attempt.
-    answers = mark_answers(trajectories)
-    now = utcnow()
-    evaluations = [
-        {"run": run, "task_id": t.task_id, "status": "success" if t.success else "failure",
-         "score": 1.0 if t.success else 0.0, "source": "source-reward", "evaluated_at": now}
-        for t in trajectories if t.reward is not None and (t.task_id, t.episode) in answers
-    ]  # fmt: skip
+    evaluations = source_verdict_rows(run, trajectories, "source-reward")
     meta = RunMeta(
         name=run, source_format=SOURCE_FORMAT, source_path=str(path), agent=header.get("agent"),
         model=header.get("model"), paradigm=header["paradigm"], config=header.get("config"),
