@@ -171,6 +171,26 @@ def task_pairs(task: TaskInput) -> list[Pair]:
 
 
 # -- per-task computation (pure given the verdicts) ----------------------------------------------
+def _best_alternative(scored: list[tuple]) -> tuple | None:
+    """The (alt, gold, ordered, unordered, recovery, primary) with the best primary SSR (ties: lowest alt).
+
+    An alternative whose SSR is unresolved might have been the best one, so the choice is unknown and
+    every gold-based metric becomes unresolved, unless a scored alternative already reached 1.0:
+    picking the best scored one would count the unanswered pairs as "different".
+    """
+    if not scored:
+        return None
+    if len(scored) == 1:
+        return scored[0]
+    resolved = [s for s in scored if not s[5].unresolved]
+    top = max((s[5].value for s in resolved if s[5].value is not None), default=None)
+    if len(resolved) < len(scored) and (top is None or top < 1.0):
+        alt, gold = scored[0][:2]
+        unknown = m.StepSuccess(None, unresolved=True)
+        return alt, gold, unknown, unknown, m.Recovery(None, unresolved=True), unknown
+    return max(resolved, key=lambda s: -1.0 if s[5].value is None else s[5].value)
+
+
 def compute_task(
     task: TaskInput, verdict_of: Callable[[Pair], Verdict], preset: m.Preset
 ) -> tuple[dict[str, Any], list[tuple[int, int, int, Verdict]], dict[str, str], bool, int]:
@@ -190,7 +210,7 @@ def compute_task(
     values: dict[str, Any] = dict.fromkeys(METRIC_VALUE_COLUMNS)
     values.update(n_agent=len(steps), n_requirements=len(task.requirements))
     # SSR and RR against every gold alternative; keep the best by SSR.
-    best = None
+    scored = []
     for alt, gold in sorted(task.gold.items()):
 
         def eq(g: int, a: int, gold: list[str] = gold) -> bool | None:
@@ -202,16 +222,15 @@ def compute_task(
             len(gold), len(steps), eq, lookahead=preset.lookahead, paper_code=preset.paper_code_recovery
         )
         primary = unordered if preset.ssr_unordered_primary else ordered
-        key = -1.0 if primary.value is None else primary.value
-        if best is None or key > best[0]:
-            best = (key, alt, gold, ordered, unordered, recovery, primary)
+        scored.append((alt, gold, ordered, unordered, recovery, primary))
+    best = _best_alternative(scored)
     alignment: list[tuple[int, int, int, Verdict]] = []
     if best is None:
         values.update(gold_version=None, alternative=None, n_gold=None)
         for name in ("ssr", "ssr_unordered", "rr", "mean_recovery_cost"):
             reasons[name] = "no_gold"
     else:
-        _, alt, gold, ordered, unordered, recovery, primary = best
+        alt, gold, ordered, unordered, recovery, primary = best
         values.update(
             gold_version=task.gold_version, alternative=alt, n_gold=len(gold), ssr=primary.value,
             ssr_unordered=unordered.value, rr=recovery.value, deviations=recovery.deviations,

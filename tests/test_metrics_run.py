@@ -196,3 +196,42 @@ def test_metrics_cli(store, monkeypatch):
     )
     assert refused.exit_code != 0
     assert "TRAJREVIEW_LLM_MODEL" in str(refused.exception)
+
+
+# -- pure per-task computation with a scripted judge ----------------------------------------------
+def _task(gold, agent, **extra):
+    from core.metrics_run import AgentStep, TaskInput
+
+    steps = [AgentStep(i, t, t, stated=f"click [{i}]", executed=f"click [{i}]", error=None, parsed=True)
+             for i, t in enumerate(agent)]  # fmt: skip
+    return TaskInput(task_id=1, episode="0", steps=steps, final_answer=None, termination="answered",
+                     success=None, reward=None, gold_version=1, gold=dict(enumerate(gold)), **extra)  # fmt: skip
+
+
+def _scripted(pair):
+    """gold_vs_agent: equal texts are equivalent, a '?' in either is unresolved; the rest by rule."""
+    if pair.kind == "gold_vs_agent":
+        if "?" in pair.a or "?" in pair.b:
+            return Verdict(None, "llm")
+        return Verdict(pair.a == pair.b, "rule")
+    return CascadeJudge("offline").judge_many([pair])[0]
+
+
+def test_unresolved_alternative_is_not_skipped_as_if_different():
+    from core.metrics import PRESETS
+    from core.metrics_run import compute_task
+
+    # Alternative 0 scores 1/2; alternative 1 cannot be scored (its only pair is unresolved) and might
+    # have scored 1.0: keeping alternative 0 would count the unanswered pair as "different".
+    task = _task([["A", "B"], ["A?"]], ["A", "C"])
+    values, _, reasons, _, unresolved = compute_task(task, _scripted, PRESETS["default"])
+    assert values["ssr"] is None and values["rr"] is None and reasons["ssr"] == "unresolved_pairs"
+    assert unresolved > 0
+    # A scored alternative that already reaches 1.0 is the best whatever the unresolved one says.
+    task = _task([["A", "C"], ["A?"]], ["A", "C"])
+    values, *_ = compute_task(task, _scripted, PRESETS["default"])
+    assert values["ssr"] == 1.0 and values["alternative"] == 0
+    # Ties keep the lowest alternative.
+    task = _task([["A", "X"], ["C", "Y"]], ["A", "C"])
+    values, *_ = compute_task(task, _scripted, PRESETS["default"])
+    assert values["ssr"] == 0.5 and values["alternative"] == 0
