@@ -50,7 +50,8 @@ class ScoringInput(BaseModel):
     """
 
     task_id: int
-    agent_response: str | None
+    # The text, or the file when we could not decode it: the engine then reads it (and reports why).
+    agent_response: str | Path | None
     har_entries: list[dict] = Field(default_factory=list)
     har_path: Path | None = None
     # network_events.seq of each entry when har_entries leaves some out (static assets, which the
@@ -143,12 +144,13 @@ class _Engine:
         from webarena_verified.types.eval import TaskEvalContext
 
         entries = item.har_entries or _read_entries(item.har_path)
-        trace = _network_trace(entries)
+        trace = _network_trace(entries) if entries is not None else None
         result = self.wa.evaluate_task(
             task_id=item.task_id,
             agent_response=item.agent_response,
-            # A trace we could not build goes in raw, so the engine reports the error itself.
-            network_trace=trace if trace is not None else entries,
+            # A file our reader refused, or a trace we could not build, goes to the engine as it is:
+            # it reads (or rejects) it by its own rules and reports the error itself.
+            network_trace=trace if trace is not None else (item.har_path if entries is None else entries),
         )
         official = result.model_dump(mode="json", exclude_none=True)
         context = None
@@ -169,22 +171,17 @@ class _Engine:
         return _task_score(item.task_id, official, context, trace, item.event_seqs)
 
 
-def _read_entries(path: Path | None) -> list[dict]:
-    """Entries of a trace file; an unreadable or missing file is an empty trace (scored as error)."""
+def _read_entries(path: Path | None) -> list[dict] | None:
+    """Entries of a trace file with our reader; None when it refuses the file (the engine then reads
+    the file itself, so its verdict on odd files stays its own)."""
     if path is None:
         return []
     from core.har import load_trace_entries
 
-    try:  # the common case, a well-formed HAR: one orjson call is the fastest read
-        entries = orjson.loads(path.read_bytes())["log"]["entries"]
-        if isinstance(entries, list):
-            return entries
-    except Exception:
-        pass
-    try:  # anything else (Playwright traces, odd HARs) goes through the importer's loader
+    try:
         return load_trace_entries(path)
     except Exception:
-        return []
+        return None
 
 
 @lru_cache(maxsize=1)

@@ -197,13 +197,32 @@ def test_bad_tasks_become_problems_and_the_rest_imports(tasks_store: Store, wav:
     # every usable trace is stored in full; unusable ones leave nothing
     assert events == {tid: n_entries for tid in (107, 108, 203, 205, 206, 208)}
     scored = dict(tasks_store.query("SELECT task_id, status FROM evaluations WHERE run='broken'"))
-    assert set(scored) == {107, 108, 203, 206, 208}  # both files present and a usable trace
+    # Every task with both files is scored, even when our parser refused its trace or its response is
+    # not UTF-8: the engine reads those files itself, so the verdict is the one evaluate_task gives.
+    assert set(scored) == {107, 108, 200, 201, 202, 203, 204, 206, 208}
     official = {
         t: json.loads((wav / "demo-run" / str(t) / "eval_result.json").read_text())["status"] for t in TASKS
     }
     assert {t: scored[t] for t in TASKS} == official
-    assert scored[206] == scored[208] == "failure"  # empty / unreadable response: the engine fails it
+    oracle = _oracle(wav / "config.demo.json")
+    theirs = {
+        t: oracle.evaluate_task(
+            task_id=t,
+            agent_response=run / str(t) / "agent_response.json",
+            network_trace=run / str(t) / "network.har",
+        ).status.value
+        for t in scored
+    }
+    assert scored == theirs
+    assert scored[206] == "failure" and scored[208] == "error"  # empty response / undecodable file
     assert tasks_store.query("SELECT count(*) FROM runs WHERE name='broken'")[0][0] == 1
+
+
+def _oracle(config: Path | None = None):
+    """The official engine, evaluating files exactly as `evaluate_task` reads them."""
+    from webarena_verified.api.webarena_verified import WebArenaVerified
+
+    return WebArenaVerified(config=config)
 
 
 def _counts(store: Store) -> dict[str, int]:
@@ -404,3 +423,63 @@ def test_cli_explains_each_failed_task(tasks_db: Path, wav: Path, tmp_path: Path
             assert f"agent said {said.upper()}" in line and "task_type: expected" in line
             checked += 1
     assert checked  # 107 fails on its task type (its official assertions say so)
+
+
+# -- files our readers and the engine's read differently ---------------------------------------------------
+def _odd_files(wav: Path) -> dict[str, tuple[bytes, bytes]]:
+    """(network.har, agent_response.json) bytes for task 108, each odd in one way."""
+    har = (wav / "demo-run" / "108" / "network.har").read_bytes()
+    response = (wav / "demo-run" / "108" / "agent_response.json").read_bytes()
+    entries = json.loads(har)["log"]["entries"]
+    at = har.index(b'"time":') + len(b'"time":')
+    end = at + min(har.index(b",", at), har.index(b"\n", at)) - at
+    return {
+        "plain": (har, response),
+        "NaN in the HAR (Python's json reads it, orjson does not)": (
+            har[:at] + b" NaN" + har[end:],
+            response,
+        ),
+        "BOM before the HAR": (b"\xef\xbb\xbf" + har, response),
+        "BOM before the response": (har, b"\xef\xbb\xbf" + response),
+        "CRLF response": (har, response.replace(b"\n", b"\r\n")),
+        "non-UTF-8 response": (har, response + b"\xff"),
+        "entries is an object": (json.dumps({"log": {"entries": {"a": entries[0]}}}).encode(), response),
+        "an entry is a number": (json.dumps({"log": {"entries": [*entries, 5]}}).encode(), response),
+        "no entries": (json.dumps({"log": {"entries": []}}).encode(), response),
+        "duplicate entries key": (
+            json.dumps({"log": {"entries": entries}})[:-2].encode() + b', "entries": []}}',
+            response,
+        ),
+        "an entry without a request": (
+            json.dumps({"log": {"entries": [{"response": {}}]}}).encode(),
+            response,
+        ),
+        "static assets only": (
+            json.dumps(
+                {"log": {"entries": [e for e in entries if e["request"]["url"].endswith(".js")]}}
+            ).encode(),
+            response,
+        ),
+    }
+
+
+def test_odd_files_get_the_status_evaluate_task_gives(tasks_store: Store, wav: Path, tmp_path: Path):
+    oracle = _oracle(wav / "config.demo.json")
+    disagreements, seen = [], set()
+    for n, (case, (har, response)) in enumerate(_odd_files(wav).items()):
+        task_dir = tmp_path / f"case{n}" / "108"
+        task_dir.mkdir(parents=True)
+        (task_dir / "network.har").write_bytes(har)
+        (task_dir / "agent_response.json").write_bytes(response)
+        import_wav_run(tasks_store, task_dir.parent, f"case{n}", config=wav / "config.demo.json", workers=1)
+        mine = tasks_store.query("SELECT status FROM evaluations WHERE run = ?", [f"case{n}"])
+        theirs = oracle.evaluate_task(
+            task_id=108,
+            agent_response=task_dir / "agent_response.json",
+            network_trace=task_dir / "network.har",
+        ).status.value
+        seen.add(theirs)
+        if [(theirs,)] != mine:
+            disagreements.append((case, mine, theirs))
+    assert disagreements == []
+    assert seen == {"success", "failure", "error"}

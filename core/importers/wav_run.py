@@ -66,6 +66,8 @@ class _Task(BaseModel):
     events: Any = None  # pa.Table
     scoring_entries: list[Any] | None = None
     scoring_seqs: list[int] | None = None
+    # A trace file our parser refused: the engine reads it itself, so its verdict stays its own.
+    trace_path: Path | None = None
     scorable: bool = False
 
 
@@ -197,6 +199,10 @@ def _read_task(run: str, task_dir: Path, task_id: int, problems: list[Problem]) 
     except InputError as exc:
         problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="bad_trace",
                                 message=f"task {task_id}: {exc.reason}"))  # fmt: skip
+        # Nothing is stored from it, but the official engine still judges the task (as an error,
+        # or by its own more lenient reader): an import must give the status evaluate_task gives.
+        task.trace_path = trace_file
+        task.scorable = (task_dir / AGENT_RESPONSE_FILE).is_file()
         return task
     if trace.malformed:
         detail = ", ".join(f"{n} {what}" for what, n in trace.malformed.items())
@@ -310,14 +316,18 @@ def _read_and_score_chunk(
         task = _read_task(run, Path(task_dir), task_id, problems)
         task_score = None
         # An empty trace is still scored: the engine reports the error itself.
-        if config_json is not None and task.scorable and task.scoring_entries is not None:
+        if config_json is not None and task.scorable:
+            response: str | Path | None = task.response.raw_text if task.response else None
+            if response is None:  # present but not UTF-8: the engine reads (and rejects) it itself
+                response = Path(task_dir) / AGENT_RESPONSE_FILE
             # model_construct: the entries come from our own parser; re-validating them is waste.
             item = ScoringInput.model_construct(
-                task_id=task_id, agent_response=task.response.raw_text if task.response else None,
-                har_entries=task.scoring_entries, har_path=None, event_seqs=task.scoring_seqs,
+                task_id=task_id, agent_response=response, har_entries=task.scoring_entries or [],
+                har_path=task.trace_path, event_seqs=task.scoring_seqs,
             )  # fmt: skip
             task_score = score_chunk(config_json, [item])[0]
         # The engine's copy of the trace stays here; only the stored rows go back to the parent.
         task.scoring_entries = task.scoring_seqs = None
+        task.trace_path = None
         out.append((task, problems, task_score))
     return out
