@@ -154,6 +154,12 @@ def load_task_inputs(store: Store, run: str, gold_set: str | None) -> list[TaskI
 
 
 # -- the questions a task needs ------------------------------------------------------------------
+def _ear_askable(step: AgentStep) -> bool:
+    """EAR asks the judge only when there is a stated action and a parsed executed one."""
+    executed = (step.executed or "").strip()
+    return bool(step.stated and step.stated.strip() and step.parsed and executed.lower() not in ("", "none"))
+
+
 def task_pairs(task: TaskInput) -> list[Pair]:
     ctx = task.intent
     pairs = [
@@ -164,7 +170,7 @@ def task_pairs(task: TaskInput) -> list[Pair]:
         for i in range(1, len(task.steps))
     ]
     if not task.stated_is_executed:
-        pairs += [Pair("stated_vs_executed", s.stated or "", s.executed or "", "") for s in task.steps]
+        pairs += [Pair("stated_vs_executed", s.stated, s.executed, "") for s in task.steps if _ear_askable(s)]
     if task.final_answer and task.final_answer.strip():
         pairs += [Pair("requirement_in_answer", r, task.final_answer, ctx) for r in task.requirements]
     return pairs
@@ -265,7 +271,12 @@ def compute_task(
     if task.stated_is_executed:
         matches = [s.parsed and not s.error for s in kept]
     else:
-        matches = [ask(Pair("stated_vs_executed", s.stated or "", s.executed or "", "")) for s in kept]
+        # No stated action, or an executed one that did not parse, is a mismatch by definition (paper
+        # Fig. 4 and 5): not a question for the judge, which in the `llm` configuration could answer it.
+        matches = [
+            ask(Pair("stated_vs_executed", s.stated, s.executed, "")) if _ear_askable(s) else False
+            for s in kept
+        ]
     ear = m.element_accuracy(matches)
     values["ear"] = ear.value
     if ear.value is None:

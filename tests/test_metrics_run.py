@@ -235,3 +235,21 @@ def test_unresolved_alternative_is_not_skipped_as_if_different():
     task = _task([["A", "X"], ["C", "Y"]], ["A", "C"])
     values, *_ = compute_task(task, _scripted, PRESETS["default"])
     assert values["ssr"] == 0.5 and values["alternative"] == 0
+
+
+def test_ear_missing_stated_or_unparsed_executed_is_a_mismatch_whatever_the_judge():
+    from dataclasses import replace
+
+    from core.metrics import PRESETS
+    from core.metrics_run import compute_task, task_pairs
+
+    task = _task([["A"]], ["A", "B", "C"])
+    task.steps[1] = replace(task.steps[1], stated=None)
+    task.steps[2] = replace(task.steps[2], executed="None", parsed=False)
+
+    def llm_says_yes(pair):  # the `llm` configuration sends every pair to the model
+        return Verdict(True, "llm") if pair.kind == "stated_vs_executed" else _scripted(pair)
+
+    values, *_ = compute_task(task, llm_says_yes, PRESETS["default"])
+    assert values["ear"] == pytest.approx(1 / 3)
+    assert [p.a for p in task_pairs(task) if p.kind == "stated_vs_executed"] == ["click [0]"]
