@@ -59,6 +59,7 @@ _CLASS_TABLE = bytes(
     for b in range(256)
 )  # bytes scanned per step when streaming a HAR
 _WHITESPACE = b" \t\r\n"
+_STREAMED_MARKER = b'"trajreview:streamed-entries:5f1c9e"'
 
 
 # -- official predicates, mirrored ---------------------------------------------------------------------
@@ -365,6 +366,9 @@ class _HarScanner:
                 if self.buf[p] != 0x5D:
                     raise self.fail("invalid JSON (log.entries is not closed by ']')")
                 self._check_gap(self.last_end, p, first=True)
+                # The streamed array stands as [marker] in the skeleton: `_finish` checks that it is
+                # the array a JSON parser keeps (a duplicate `log` or `entries` key wins otherwise).
+                self.skeleton += _STREAMED_MARKER
                 self.skeleton += self.buf[p:]
                 self.buf.clear()
                 self.phase = "trailer"
@@ -395,6 +399,8 @@ class _HarScanner:
         entries = har["log"].get("entries")
         if not isinstance(entries, list):
             raise self.fail("not a HAR file (no log.entries list)")
+        if self.phase == "trailer" and entries != [_STREAMED_MARKER.decode()[1:-1]]:
+            raise self.fail("duplicate log or log.entries keys (the last one counts, not the streamed one)")
         if self.phase == "header":  # the scan did not recognise the array (e.g. escaped key): use the parse
             for n, entry in enumerate(entries):
                 if not isinstance(entry, dict):

@@ -450,6 +450,10 @@ def _odd_files(wav: Path) -> dict[str, tuple[bytes, bytes]]:
             json.dumps({"log": {"entries": entries}})[:-2].encode() + b', "entries": []}}',
             response,
         ),
+        "duplicate log key": (
+            json.dumps({"log": {"entries": entries}})[:-1].encode() + b', "log": {"entries": [5]}}',
+            response,
+        ),
         "an entry without a request": (
             json.dumps({"log": {"entries": [{"response": {}}]}}).encode(),
             response,
@@ -463,7 +467,12 @@ def _odd_files(wav: Path) -> dict[str, tuple[bytes, bytes]]:
     }
 
 
-def test_odd_files_get_the_status_evaluate_task_gives(tasks_store: Store, wav: Path, tmp_path: Path):
+@pytest.mark.parametrize("reader", ["whole-file", "streaming"])
+def test_odd_files_get_the_status_evaluate_task_gives(
+    tasks_store: Store, wav: Path, tmp_path: Path, reader: str, monkeypatch
+):
+    if reader == "streaming":  # what a HAR over 32 MiB goes through
+        monkeypatch.setattr("core.har._WHOLE_FILE_MAX", -1)
     oracle = _oracle(wav / "config.demo.json")
     disagreements, seen = [], set()
     for n, (case, (har, response)) in enumerate(_odd_files(wav).items()):
