@@ -164,12 +164,35 @@ def _latin1_bytes(text: Any, encoding: str = "latin1") -> Any:
     return generic.__new__(generic, text, encoding)
 
 
+class _SafeFunction:
+    """What `find_class` hands out for a whitelisted function: callable, but BUILD cannot touch it.
+
+    Returning the module's function itself would let BUILD (`inst.__dict__.update(state)` and
+    `setattr(inst, k, v)` for objects without `__setstate__`) rewrite its `__defaults__` or attributes
+    for every later load in the process.
+    """
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Any) -> None:
+        self._fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        return self._fn(*args)
+
+    def __setstate__(self, state: Any) -> None:
+        raise pickle.UnpicklingError("cannot set the state of a function")
+
+    def __repr__(self) -> str:
+        return f"<safe {self._fn.__name__}>"
+
+
 _SAFE_FUNCTIONS = {
-    ("_codecs", "encode"): _latin1_bytes,
-    ("copyreg", "_reconstructor"): _reconstructor,
-    ("copy_reg", "_reconstructor"): _reconstructor,
-    ("copyreg", "__newobj__"): _newobj,
-    ("copy_reg", "__newobj__"): _newobj,
+    ("_codecs", "encode"): _SafeFunction(_latin1_bytes),
+    ("copyreg", "_reconstructor"): _SafeFunction(_reconstructor),
+    ("copy_reg", "_reconstructor"): _SafeFunction(_reconstructor),
+    ("copyreg", "__newobj__"): _SafeFunction(_newobj),
+    ("copy_reg", "__newobj__"): _SafeFunction(_newobj),
 }
 
 

@@ -159,3 +159,18 @@ def test_zlib_wbits_matches_gzip():
     assert safe_pickle.gunzip(gzip.compress(data)) == data
     with pytest.raises(SafePickleError):
         safe_pickle.gunzip(zlib.compress(data))  # zlib stream, not gzip
+
+
+@pytest.mark.parametrize("module, name", [("copyreg", "_reconstructor"), ("_codecs", "encode")])
+def test_build_cannot_rewrite_the_whitelisted_functions(module, name):
+    # GLOBAL names a whitelisted function, BUILD then sets its attributes: with the real function
+    # this rewrote `__defaults__` of core.safe_pickle's own code for every later load.
+    slots = pickle.dumps((None, {"__defaults__": ("owned",), "owned": True}), protocol=2)[2:-1]
+    data = b"\x80\x02c" + f"{module}\n{name}\n".encode() + slots + b"b."
+    before = (safe_pickle._reconstructor.__defaults__, safe_pickle._latin1_bytes.__defaults__)
+    with pytest.raises(SafePickleError):
+        safe_pickle.loads(data)
+    assert (safe_pickle._reconstructor.__defaults__, safe_pickle._latin1_bytes.__defaults__) == before
+    assert not hasattr(safe_pickle._reconstructor, "owned") and not hasattr(
+        safe_pickle._latin1_bytes, "owned"
+    )
