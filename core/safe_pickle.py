@@ -82,10 +82,14 @@ class Inert:
             self.state = state
 
     # REDUCE on a stand-in instance (e.g. the result of `getattr(EnvArgs, 'x')` called later).
+    # One result class per callee class, and a call of a call result is of that same class: a chain
+    # of calls must not grow names (quadratic memory) or create a class per call.
     def __call__(self, *args: Any, **kwargs: Any) -> Inert:
-        call = _stand_in_class(f"{self.qualname}()")
-        result = call.__new__(call, self, *args, **kwargs)
-        return result
+        cls = type(self)
+        call = cls if cls.qualname.endswith("()") else cls.__dict__.get("_call_result")
+        if call is None:
+            call = cls._call_result = _stand_in_class(f"{cls.qualname}()")
+        return call.__new__(call, self, *args, **kwargs)
 
     def append(self, item: Any) -> None:
         self.items.append(item)
@@ -138,6 +142,11 @@ def _stand_in_class(qualname: str) -> type[Inert]:
     return type("Inert", (Inert,), {"__slots__": (), "qualname": qualname})
 
 
+_GENERIC_RECONSTRUCTOR = _stand_in_class("copyreg._reconstructor")
+_GENERIC_NEWOBJ = _stand_in_class("copyreg.__newobj__")
+_GENERIC_ENCODE = _stand_in_class("_codecs.encode")
+
+
 def _reconstructor(cls: Any, base: Any = None, state: Any = None, *rest: Any) -> Any:
     """copyreg._reconstructor / __newobj__ stand-in: make an inert instance of a stand-in class."""
     if isinstance(cls, type) and issubclass(cls, Inert):
@@ -145,23 +154,20 @@ def _reconstructor(cls: Any, base: Any = None, state: Any = None, *rest: Any) ->
         if state is not None:
             obj.__setstate__(state)
         return obj
-    generic = _stand_in_class("copyreg._reconstructor")
-    return generic.__new__(generic, cls, base, state, *rest)
+    return _GENERIC_RECONSTRUCTOR.__new__(_GENERIC_RECONSTRUCTOR, cls, base, state, *rest)
 
 
 def _newobj(cls: Any, *args: Any) -> Any:
     if isinstance(cls, type) and issubclass(cls, Inert):
         return cls.__new__(cls, *args)
-    generic = _stand_in_class("copyreg.__newobj__")
-    return generic.__new__(generic, cls, *args)
+    return _GENERIC_NEWOBJ.__new__(_GENERIC_NEWOBJ, cls, *args)
 
 
 def _latin1_bytes(text: Any, encoding: str = "latin1") -> Any:
     """`_codecs.encode` as protocol-2 pickles use it for bytes: only str -> latin-1 bytes, else inert."""
     if isinstance(text, str) and encoding in ("latin1", "latin-1"):
         return text.encode("latin1")
-    generic = _stand_in_class("_codecs.encode")
-    return generic.__new__(generic, text, encoding)
+    return _GENERIC_ENCODE.__new__(_GENERIC_ENCODE, text, encoding)
 
 
 class _SafeFunction:

@@ -174,3 +174,18 @@ def test_build_cannot_rewrite_the_whitelisted_functions(module, name):
     assert not hasattr(safe_pickle._reconstructor, "owned") and not hasattr(
         safe_pickle._latin1_bytes, "owned"
     )
+
+
+def test_a_chain_of_calls_stays_small():
+    # x.y() called on its result 20,000 times (2 bytes per call): each result used to get a new class
+    # named one "()" longer, so memory grew with the square of the chain (40 KB -> 400 MB).
+    n = 20_000
+    data = b"\x80\x02cx\ny\n)\x81" + b")R" * n + b"."
+    obj = safe_pickle.loads(data)
+    assert obj.qualname == "x.y()"
+    classes, depth = set(), 0
+    while isinstance(obj, Inert) and obj.args:
+        classes.add(type(obj))
+        obj, depth = obj.args[0], depth + 1
+    assert depth == n and obj.qualname == "x.y"  # the whole chain is kept as data
+    assert len(classes | {type(obj)}) == 2  # the stand-in x.y and one class for its call results
