@@ -149,42 +149,58 @@ def _whole_har_entries(path: Path) -> list[dict] | None:
     return None
 
 
+# The largest `trace.network` read out of a zip (its declared size, which zipfile enforces while
+# reading): a compressed bomb is refused, never inflated, and not handed on to the engine either.
+MAX_ZIPPED_TRACE = 1 << 30
+
+
+class TraceTooLarge(InputError):
+    """A zipped trace that inflates beyond MAX_ZIPPED_TRACE: refused outright."""
+
+
 def iter_playwright_entries(path: Path) -> Iterator[dict]:
     """HAR-entry-like dicts of a Playwright trace: the `snapshot` of each `resource-snapshot` line.
 
-    This is what the official `load_playwright_trace` turns into events, in the same order.
+    Read by the official `load_playwright_trace` rules, so the same files are refused and the same
+    events come out in the same order: the zipped member decoded as strict UTF-8, a plain file with
+    undecodable bytes dropped, `str.splitlines` (which also splits on U+2028, \\x85, ...), every line
+    JSON (a blank line in the middle is an error) and an object with a `type`.
     """
     path = Path(path)
     if path.suffix == ".zip":
         try:
-            archive = zipfile.ZipFile(path)
-        except (OSError, zipfile.BadZipFile) as exc:
+            with zipfile.ZipFile(path) as archive:
+                try:
+                    info = archive.getinfo(PLAYWRIGHT_NETWORK_FILE)
+                except KeyError:
+                    raise InputError(path, f"no {PLAYWRIGHT_NETWORK_FILE} in the Playwright trace") from None
+                if info.file_size > MAX_ZIPPED_TRACE:
+                    raise TraceTooLarge(path, f"{PLAYWRIGHT_NETWORK_FILE} inflates to {info.file_size} bytes")
+                raw = archive.read(info)  # in memory, nothing extracted to disk
+        except (OSError, zipfile.BadZipFile, EOFError, NotImplementedError, RuntimeError) as exc:
             raise InputError(path, f"not a readable zip archive ({exc})") from None
-        with archive:
-            if PLAYWRIGHT_NETWORK_FILE not in archive.namelist():
-                raise InputError(path, f"no {PLAYWRIGHT_NETWORK_FILE} in the Playwright trace")
-            # Read the one member as a stream: nothing is extracted to disk.
-            with archive.open(PLAYWRIGHT_NETWORK_FILE) as lines:
-                yield from _playwright_lines(path, lines)
-        return
-    file = path / PLAYWRIGHT_NETWORK_FILE if path.is_dir() else path
-    try:
-        handle = file.open("rb")
-    except OSError as exc:
-        raise InputError(file, f"cannot read ({exc.strerror or exc})") from None
-    with handle:
-        yield from _playwright_lines(file, handle)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    else:
+        path = path / PLAYWRIGHT_NETWORK_FILE if path.is_dir() else path
+        try:
+            text = path.read_bytes().decode("utf-8", errors="ignore")
+        except OSError as exc:
+            raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
+    return _playwright_lines(path, text.splitlines())
 
 
-def _playwright_lines(path: Path, lines: Iterable[bytes]) -> Iterator[dict]:
+def _playwright_lines(path: Path, lines: list[str]) -> Iterator[dict]:
     for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
         try:
             item = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             raise InputError(path, f"line {number}: {_json_reason(exc)}") from None
-        if isinstance(item, dict) and item.get("type") == "resource-snapshot":
+        if not isinstance(item, dict) or "type" not in item:
+            raise InputError(path, f"line {number}: not an object with a type")
+        if item["type"] == "resource-snapshot":
             snapshot = item.get("snapshot")
             if not isinstance(snapshot, dict):
                 raise InputError(path, f"line {number}: resource-snapshot without a snapshot object")

@@ -176,10 +176,12 @@ def _read_entries(path: Path | None) -> list[dict] | None:
     the file itself, so its verdict on odd files stays its own)."""
     if path is None:
         return []
-    from core.har import load_trace_entries
+    from core.har import TraceTooLarge, load_trace_entries
 
     try:
         return load_trace_entries(path)
+    except TraceTooLarge:  # a zip bomb: an empty trace (error), never inflated by the engine
+        return []
     except Exception:
         return None
 

@@ -16,6 +16,7 @@ from webarena_verified.types.tracing import NetworkEvent, NetworkTrace
 from core.errors import InputError
 from core.har import (
     REDACTED,
+    TraceTooLarge,
     iter_har_entries,
     load_har_entries,
     load_trace_entries,
@@ -164,6 +165,69 @@ def test_playwright_trace_zip_and_network_file(shared_data: Path, tmp_path: Path
         zf.writestr("trace.trace", "{}\n")
     with pytest.raises(InputError, match="no trace.network"):
         load_trace_entries(empty)
+
+
+def _odd_playwright_traces(template: dict) -> dict[str, bytes]:
+    line = json.dumps(template).encode()
+    in_string = copy.deepcopy(template)
+    in_string["snapshot"]["request"]["url"] += "?q=a\u2028b"  # a raw U+2028 inside a JSON string
+    return {
+        "plain": line + b"\n",
+        "no final newline": line,
+        "CRLF lines": line + b"\r\n" + line + b"\r\n",
+        "blank line in the middle": line + b"\n\n" + line + b"\n",
+        "line without a type": b'{"callId": 1}\n' + line + b"\n",
+        "line that is a list": b"[1]\n" + line + b"\n",
+        "snapshot missing": b'{"type": "resource-snapshot"}\n',
+        "raw U+2028 inside a string": json.dumps(in_string, ensure_ascii=False).encode() + b"\n",
+        "undecodable byte between lines": line + b"\n\xff" + line + b"\n",
+        "BOM": b"\xef\xbb\xbf" + line + b"\n",
+        "not JSON": b"{\n",
+    }
+
+
+def _official_playwright(path: Path) -> list[dict] | None:
+    try:
+        return [dict(e.data) for e in load_playwright_trace(path)]
+    except Exception:
+        return None
+
+
+def _ours(path: Path) -> list[dict] | None:
+    try:
+        return load_trace_entries(path)
+    except InputError:
+        return None
+
+
+def test_odd_playwright_traces_read_as_the_engine_reads_them(shared_data: Path, tmp_path: Path):
+    template = json.loads(
+        (shared_data / "webarena-verified/test-assets/playwright-trace-nav-template.json").read_text()
+    )
+    differences, outcomes = [], set()
+    for n, (case, data) in enumerate(_odd_playwright_traces(template).items()):
+        network = tmp_path / f"{n}.network"
+        network.write_bytes(data)
+        archive = tmp_path / f"{n}.zip"
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.writestr("trace.network", data)
+        for path in (network, archive):
+            official = _official_playwright(path)
+            outcomes.add(official is None)
+            if _ours(path) != official:
+                differences.append((case, path.suffix))
+    assert differences == []
+    assert outcomes == {True, False}
+
+
+def test_a_zipped_trace_bomb_is_refused_without_inflating_it(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr("core.har.MAX_ZIPPED_TRACE", 1 << 20)
+    archive = tmp_path / "trace.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("trace.network", b" " * (2 << 20))
+    assert archive.stat().st_size < 64 << 10
+    with pytest.raises(TraceTooLarge, match="inflates"):
+        load_trace_entries(archive)
 
 
 # -- rows ------------------------------------------------------------------------------------------

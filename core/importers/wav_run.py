@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from core.agent_response import AgentResponseCheck, agent_response_row, check_agent_response
 from core.datasets import ensure_tasks
 from core.errors import InputError
-from core.har import NETWORK_EVENTS_SCHEMA, PLAYWRIGHT_NETWORK_FILE, parse_trace
+from core.har import NETWORK_EVENTS_SCHEMA, PLAYWRIGHT_NETWORK_FILE, TraceTooLarge, parse_trace
 from core.importers.common import Paradigm, Problem, RunMeta, import_run
 from core.parallel import map_chunks
 from core.scoring import ScoringInput, config_key, load_config, score_chunk, write_scores
@@ -199,10 +199,11 @@ def _read_task(run: str, task_dir: Path, task_id: int, problems: list[Problem]) 
     except InputError as exc:
         problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="bad_trace",
                                 message=f"task {task_id}: {exc.reason}"))  # fmt: skip
-        # Nothing is stored from it, but the official engine still judges the task (as an error,
-        # or by its own more lenient reader): an import must give the status evaluate_task gives.
-        task.trace_path = trace_file
-        task.scorable = (task_dir / AGENT_RESPONSE_FILE).is_file()
+        if not isinstance(exc, TraceTooLarge):  # a zip bomb is not handed on to the engine either
+            # Nothing is stored from it, but the official engine still judges the task (as an error,
+            # or by its own more lenient reader): an import must give the status evaluate_task gives.
+            task.trace_path = trace_file
+            task.scorable = (task_dir / AGENT_RESPONSE_FILE).is_file()
         return task
     if trace.malformed:
         detail = ", ".join(f"{n} {what}" for what, n in trace.malformed.items())
