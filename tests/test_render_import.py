@@ -241,3 +241,62 @@ def test_bad_directories_are_one_line_errors(tasks_store: Store, tmp_path: Path)
     with pytest.raises(InputError, match="no render_<task_id>.html files"):
         import_webarena_render(tasks_store, tmp_path, "x")
     assert tasks_store.query("SELECT count(*) FROM runs")[0][0] == 0
+
+
+# The harness's own markers around a step's raw output, action repr and readable action (upstream RenderHelper).
+_RAW = "<div class='raw_parsed_prediction' style='background-color:grey'><pre>"
+_OBJ = "</pre></div><div class='action_object' style='background-color:grey'><pre>"
+_PARSED = "</pre></div><div class='parsed_action' style='background-color:yellow'><pre>"
+_END = "</pre></div></div>"
+
+
+def test_step_texts_are_the_files_bytes_between_the_harness_markers(render_root: Path):
+    # Nothing is HTML-escaped in a render, so `&amp;`, `&bull;`, `&currency=` are what the model wrote
+    # (render_9's goto URL, render_544's answer): no entity may be decoded on the way in.
+    checked = 0
+    for path in sorted(render_root.rglob("render_*.html")):
+        html = path.read_text(encoding="utf-8")
+        render = parse_render(html)
+        blocks = html.split("<h2>New Page</h2>")[1:]
+        assert len(blocks) == len(render.steps), path
+        for block, step in zip(blocks, render.steps, strict=True):
+            start = block.find(_RAW)
+            if start < 0:
+                continue
+            obj = block.find(_OBJ, start)
+            parsed = block.find(_PARSED, obj)
+            end = block.find(_END, parsed)
+            assert step.raw_output == block[start + len(_RAW) : obj], (path, step.parsed_action)
+            assert step.action_repr == block[obj + len(_OBJ) : parsed], path
+            assert step.parsed_action == block[parsed + len(_PARSED) : end].strip(), path
+            checked += 1
+    assert checked >= len(
+        list((render_root / BABELCLOUD).rglob("render_*.html"))
+    )  # one step per task at least
+
+
+def _render_html(raw: str, parsed: str = "stop [done]", header: str = "task_id: 1\nintent: x\n") -> str:
+    step = (
+        "<h2>New Page</h2>\n<h3 class='url'><a href=http://h/>URL: http://h/</a></h3>\n"
+        "<div class='state_obv'><pre>Tab 0 (current): t\n\n[1] RootWebArea 't'</pre><div>\n"
+        "<div class='prev_action' style='background-color:pink'>None</div>\n"
+        f"<div class='predict_action'>{_RAW}{raw}{_OBJ}{{'action_type': <ActionTypes.STOP: 17>}}"
+        f"{_PARSED}{parsed}{_END}\n"
+    )
+    return f"\n<!DOCTYPE html>\n<head><style>pre {{}}</style></head>\n<html><body>\n\n<pre>{header}</pre>\n{step}</body></html>\n"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "<div><div>pasted</div></div> and the rest of the output",  # a pasted `</div></div>` closes nothing
+        "<script>alert(1)</script><style>x{}</style><title>t</title><textarea>",
+        "&lt;b&gt; &amp; &bull; <!-- comment --> <![CDATA[x]]> <plaintext>",
+        "<pre>inside</pre></div></body></html><html><body>again",
+    ],
+)
+def test_pasted_markup_stays_text(raw: str):
+    render = parse_render(_render_html(raw))
+    assert len(render.steps) == 1
+    assert render.steps[0].raw_output == raw
+    assert render.steps[0].parsed_action == "stop [done]"

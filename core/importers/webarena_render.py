@@ -7,10 +7,11 @@ either per-task logs (`log_files/task_<id>_<timestamp>.log`) or one `merge_log.t
 
 Model output is pasted into the HTML unescaped, so it is hostile markup: a `<style>` or `<title>`
 in a tool result swallows the rest of the file (41 of the 812 babelcloud renders), and pasted
-documents bring their own `<html>`/`<select>`/`<template>` tags. Before parsing with a real HTML
-parser we therefore escape every `<` in the body that cannot start one of the harness's own tags;
-the pasted markup then stays the text it was. Everything is read through the parser, never with
-regex over the document.
+documents bring their own `<html>`/`<select>`/`<template>` tags. Nothing is HTML-escaped either, so
+`&amp;` in a file is what the model wrote. Before parsing with a real HTML parser we therefore escape
+the whole body (`&` and `<`) and turn back into markup only the exact sequences RenderHelper writes;
+the pasted markup and entities then stay the text they were. Everything is read through the parser
+or plain string search, never with regex over the document.
 """
 
 from __future__ import annotations
@@ -50,23 +51,41 @@ _LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
 _SESSION_MODEL = re.compile(r"Starting new session \(model: ([^)\s]+)\)")
 _HEADER_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): ?(.*)$")
 
-# Every '<' after the header that does not start one of the tags RenderHelper writes, in the exact
-# context it writes them, is escaped to '&lt;' so that pasted markup stays the text it was.
-_NOT_HARNESS_TAG = re.compile(
-    r"<(?!"
-    r"h2>New Page</h2>|/h2>\s*<h3 class='url'>|h3 class='url'><a href=|a href=[^\s>]*>URL: |/a></h3>"
-    r"|/h3>\s*<div class='state_obv'>|img src='data:image/|strong>Rank #"
-    r"|/strong>\s*<div class='raw_parsed_prediction'"
-    r"|div class='(?:state_obv|prev_action|predict_action|raw_parsed_prediction|action_object"
-    r"|parsed_action|top_actions)'"
-    r"|(?<=<div class='state_obv'><)pre>|(?<=style='background-color:grey'><)pre>"
-    r"|(?<=style='background-color:yellow'><)pre>"
-    r"|/pre>(?:<div>|</div><div class='(?:action_object|parsed_action)'|</div></div>)"
-    r"|(?<=</pre><)div>|(?<=</pre><)/div>|(?<=</div><)/div>|(?<=</div>\n<)/div>"
-    r"|/div>\n<div class='(?:predict_action|top_actions)'>"
-    r"|/body>|/html>"
-    r")"
-)
+# The exact markup RenderHelper writes around a step's parts (upstream, and the ranked-candidates
+# variant). Everything else after the header is text pasted from the page or the model: the body is
+# escaped whole, then only these sequences are turned back into markup (plain string replacement,
+# linear in the file size; no regex over the document). Order matters where two share a tag: the
+# end of a step's last part comes before the end of its previous action, and a context before the
+# bare class prefix.
+_HARNESS_SEQUENCES = (
+    "</pre></div></div>\n</div>", "</pre></div></div>", "</pre></div><div class='action_object'",
+    "</pre></div><div class='parsed_action'", "</pre><div>",
+    "</div>\n<div class='predict_action'>", "</div>\n<div class='top_actions'>",
+    "</strong> <div class='raw_parsed_prediction'", "</strong><div class='raw_parsed_prediction'",
+    "<strong>Rank #", "<div class='state_obv'><pre>", "style='background-color:grey'><pre>",
+    "style='background-color:yellow'><pre>", "<h2>New Page</h2>", "<h3 class='url'><a href=", "</a></h3>",
+    "<img src='data:image/",
+    *(f"<div class='{kind}'" for kind in (
+        "state_obv", "prev_action", "predict_action", "raw_parsed_prediction", "action_object",
+        "parsed_action", "top_actions",
+    )),
+)  # fmt: skip
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def neutralise(body: str) -> str:
+    """Body markup in which only RenderHelper's own tags are tags; pasted markup and entities are text."""
+    text = _escape(body)
+    for sequence in _HARNESS_SEQUENCES:
+        escaped = _escape(sequence)
+        if escaped in text:
+            text = text.replace(escaped, sequence)
+    return text
+
+
 _STEP_PARTS = (
     "h3.url, div.state_obv, div.prev_action, div.predict_action, div.raw_parsed_prediction, "
     "div.action_object, div.parsed_action"
@@ -177,20 +196,20 @@ def parse_header(text: str) -> dict[str, Any]:
 
 def parse_render(html: str) -> Render:
     """The header config and the steps of one render file; NotARender when it is some other HTML."""
-    head, body_tag, body = html.partition("<body>")
+    _, body_tag, body = html.partition("<body>")
     if not body_tag:
         raise NotARender("no <body> element")
-    # The header <pre> comes first in the body; inside it every '<' is text.
+    # The header <pre> comes first in the body; inside it every character is text.
     start = body.find("<pre>")
     end = body.find("</pre>", start)
     if start < 0 or end < 0 or body[:start].strip():
         raise NotARender("no task config header (<pre> at the start of the body)")
-    header_text = body[start + len("<pre>") : end].replace("<", "&lt;")
-    rest = _NOT_HARNESS_TAG.sub("&lt;", body[end + len("</pre>") :])
-    tree = LexborHTMLParser(f"{head}<body>{body[:start]}<pre>{header_text}</pre>{rest}")
-    header = parse_header(_text(tree.css_first("body > pre")) or "")
+    header = parse_header(body[start + len("<pre>") : end])
     if "task_id" not in header and "intent" not in header:
         raise NotARender("no task config header (<pre> with task_id and intent)")
+    rest = body[end + len("</pre>") :]
+    closing = rest.rfind("</body>")
+    tree = LexborHTMLParser(f"<body>{neutralise(rest if closing < 0 else rest[:closing])}</body>")
     steps: list[RenderStep] = []
     for node in tree.css(_STEP_PARTS):
         kind = node.attributes.get("class")
