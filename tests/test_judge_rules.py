@@ -178,3 +178,55 @@ def test_embedding_stage_only_rejects():
     near = Pair("gold_vs_agent", "Click the 'Reports' link", "Click link 'Reports'")
     (reject_far, _), (reject_near, _) = stage.rejects([far, near])
     assert reject_far and not reject_near
+
+
+# -- adversarial: normalising must keep quoted labels, values, numbers, field and direction words --
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Click 'Save'", "Click 'Save draft'"),
+        ("Click on the 'Save' button", "Click button 'Save draft'"),
+        ("scroll up", "scroll down"),
+        ("Scroll up the page", "scroll [down]"),
+        ("Scroll up", "scroll(0, 300)"),
+        ("Type '5'", "Type '50'"),
+        ("Type '5' into the 'Qty' field", "type [12] [50] [1]"),
+        ("Type '5'", "fill('12', '50')"),
+        ("Type 'abc' into the 'First name' field", "Type 'abc' into the 'Last name' field"),
+        ("Click on the 'Page 2' link", "Click link 'Page 3'"),
+        ("Click on 'Order #000000170'", "Click link 'Order #000000171'"),
+        ("Select 'Red' from the 'Color' dropdown", "Select 'Red' from the 'Size' dropdown"),
+        ("Type 'C++' into the 'Language' field", "Type 'C#' into the 'Language' field"),
+    ],
+)
+def test_canonical_forms_keep_what_tells_steps_apart(a, b):
+    ca, cb = canonicalize(a), canonicalize(b)
+    assert (ca.label, ca.value, ca.direction) != (cb.label, cb.value, cb.direction)
+    # No cheap stage may call them the same step; only an LLM (or, offline, an approximate guess) may.
+    assert decide_steps(a, b).verdict is not True
+    assert decide_repeat(a, b).verdict is False
+    lexical = score_pair("gold_vs_agent", a, b).verdict
+    assert lexical is not True
+    (verdict,) = CascadeJudge("offline").judge_many([Pair("gold_vs_agent", a, b)])
+    assert verdict.verdict is False or (verdict.verdict is True and verdict.approximate)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("scroll up", "scroll down"),
+        ("Type '5'", "Type '50'"),
+        ("Type '5' into the 'Qty' field", "type [12] [50] [1]"),
+        ("Click on the 'Page 2' link", "Click link 'Page 3'"),
+        ("Click on 'Order #000000170'", "Click link 'Order #000000171'"),
+        ("Type 'C++' into the 'Language' field", "Type 'C#' into the 'Language' field"),
+    ],
+)
+def test_other_numbers_values_and_directions_are_different_by_rule(a, b):
+    assert decide_steps(a, b).verdict is False
+
+
+def test_same_numbers_in_labels_still_match():
+    assert decide_steps("Click on the 'Page 2' link", "Click link 'page 2'").verdict is True
+    assert decide_steps("Click on 'Order #000000170'", "Click link 'Order 000000170'").verdict is not False
+    assert decide_steps("Click on the 'Reports' link", "Click link 'Reports (2)'").verdict is None

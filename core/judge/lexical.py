@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from core.judge.rules import canonicalize, compatible, norm_label, norm_value, same_value
+from core.judge.rules import canonicalize, compatible, label_numbers, norm_label, norm_value, same_value
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,11 @@ def score_pair(kind: str, a: str, b: str, band: Band = DEFAULT_BAND) -> LexicalS
     set_score = fuzz.token_set_ratio(left, right)
     # A label contained in the other ('Reviews' in 'Reviews (12)') is good, not conclusive, evidence.
     evidence = max(sort_score, 0.9 * set_score) / 100
+    numbers_left, numbers_right = label_numbers(left), label_numbers(right)
+    if numbers_left and numbers_right and sorted(numbers_left) != sorted(numbers_right):
+        # One character of difference can be another number ('Page 2' / 'Page 3', '5' / '50'): the
+        # paper's rule 2, whatever the string similarity says.
+        return LexicalScore(False, 0.0)
     if sort_score >= band.accept:
         return LexicalScore(True, evidence)
     if set_score < band.reject:

@@ -120,6 +120,15 @@ def norm_value(text: str | None) -> str | None:
     return text or None
 
 
+_UNSIGNED = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+_COSMETIC = re.compile(r"[\s\-_.,;:'\"`‘’“”]+")
+
+
+def label_numbers(label: str | None) -> list[float]:
+    """The numbers written in a label, in order ('Page 2' -> [2.0], 'Order #000000170' -> [170.0])."""
+    return [float(m.group(0).replace(",", "")) for m in _UNSIGNED.finditer(label or "")]
+
+
 def same_value(a: str | None, b: str | None) -> bool | None:
     """True/False when the rule can tell, None when only a fuzzier stage can."""
     na, nb = norm_value(a), norm_value(b)
@@ -135,7 +144,8 @@ def same_value(a: str | None, b: str | None) -> bool | None:
         return date_a == date_b
     if (num_a is None) != (num_b is None) and (date_a or date_b) is None and (num_a or num_b) is not None:
         return False  # a number against words that are no number: a substantive mismatch
-    squashed_a, squashed_b = re.sub(r"\W+", "", na), re.sub(r"\W+", "", nb)
+    # Only cosmetic separators fold away: symbols such as '+' or '#' carry meaning ('C++' vs 'C#').
+    squashed_a, squashed_b = _COSMETIC.sub("", na), _COSMETIC.sub("", nb)
     if squashed_a == squashed_b:
         return True
     # Clearly different values (names, words) are the paper's rule 2; near-misses go to later stages.
@@ -366,6 +376,10 @@ def decide_steps(a: str, b: str) -> RuleDecision:
         return RuleDecision(False, 0.0, "values differ")
     if ca.verb == "answer" and cb.verb == "answer":
         return RuleDecision(values, None if values is None else float(values), "answer text")
+    numbers_a, numbers_b = label_numbers(ca.label), label_numbers(cb.label)
+    if numbers_a and numbers_b and sorted(numbers_a) != sorted(numbers_b):
+        # 'Page 2' vs 'Page 3', 'Order #170' vs 'Order #171': another number is another element.
+        return RuleDecision(False, 0.0, "labels name different numbers")
     if ca.label and cb.label and ca.label == cb.label and values is True and ca.verb == cb.verb:
         return RuleDecision(True, 1.0, "same verb, label and value")
     if (
