@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 import shutil
 from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 
 from core.errors import InputError
+from core.importers import webarena_render
 from core.importers.webarena_render import import_webarena_render, parse_render
 from core.store import Store
 
@@ -300,3 +303,48 @@ def test_pasted_markup_stays_text(raw: str):
     assert len(render.steps) == 1
     assert render.steps[0].raw_output == raw
     assert render.steps[0].parsed_action == "stop [done]"
+
+
+@pytest.mark.parametrize(
+    ("header", "parsed", "check"),
+    [
+        # Values no store can hold must not sink the whole import.
+        ("task_id: 1\nintent: x\nbig: 99999999999999999999999\n", "stop [a]",
+         lambda c, s: c["big"] == "99999999999999999999999"),
+        ("task_id: 1\nintent: x\neval: {'reference_answers': '\\ud800'}\n", "stop [a]",
+         lambda c, s: c["eval"]["reference_answers"] == "\\ud800"),
+        ("task_id: 1\nintent: x\n", "click [1] where [1] is [1] button '\\udc80'",
+         lambda c, s: s["element_label"] == "\\udc80"),
+        # Limits: deep or huge values stay text, never reach literal_eval.
+        ("task_id: 1\nintent: x\ndeep: " + "[" * 150 + "]" * 150 + "\n", "stop [a]",
+         lambda c, s: c["deep"] == "[" * 150 + "]" * 150),
+        ("task_id: 1\nintent: x\nhuge: [" + "1," * 60_000 + "]\n", "stop [a]",
+         lambda c, s: isinstance(c["huge"], str)),
+        ("task_id: 1\nintent: x\ncall: __import__('os').system('echo pwned')\n", "stop [a]",
+         lambda c, s: c["call"] == "__import__('os').system('echo pwned')"),
+    ],
+)  # fmt: skip
+def test_hostile_header_values_and_labels(tasks_store: Store, tmp_path: Path, header, parsed, check):
+    (tmp_path / "render_1.html").write_text(_render_html("raw", parsed, header), encoding="utf-8")
+    summary = import_webarena_render(tasks_store, tmp_path, "h")
+    assert summary.n_tasks == 1 and not summary.problems
+    config = orjson.loads(tasks_store.query("SELECT task_config FROM trajectories WHERE run = 'h'")[0][0])
+    step = tasks_store.query_dicts("SELECT element_label FROM steps WHERE run = 'h'")[0]
+    assert check(config, step)
+
+
+def test_odd_encodings_names_and_sizes(tasks_store: Store, tmp_path: Path, monkeypatch):
+    def html(task_id: int) -> str:
+        return _render_html("raw", "stop [Quest Lumaflex™ Band]", f"task_id: {task_id}\nintent: x\n")
+
+    (tmp_path / "render_1.html").write_bytes(html(1).encode("cp1252"))  # upstream's open() on Windows
+    (tmp_path / "render_2.html").write_bytes(html(2).encode("utf-16"))
+    (tmp_path / "render_3.html").write_bytes(codecs.BOM_UTF8 + html(3).encode("utf-8"))
+    (tmp_path / "render_99999999999.html").write_text(html(1), encoding="utf-8")
+    (tmp_path / "render_4.html").write_text(html(4) * 3, encoding="utf-8")
+    monkeypatch.setattr(webarena_render, "_MAX_RENDER_BYTES", len(html(2).encode("utf-16")))
+    summary = import_webarena_render(tasks_store, tmp_path, "e")
+    answers = dict(tasks_store.query("SELECT task_id, final_answer FROM trajectories WHERE run = 'e'"))
+    assert answers == dict.fromkeys((1, 2, 3), "Quest Lumaflex™ Band")
+    kinds = sorted((p.kind, p.task_id) for p in summary.problems)
+    assert kinds == [("bad_file_name", None), ("encoding", 1), ("encoding", 2), ("not_a_render", 4)]

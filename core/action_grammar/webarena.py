@@ -103,6 +103,16 @@ def _type_text(args: str) -> str | None:
     return text.rstrip() if text is not None else None
 
 
+def valid_text(text: str) -> str:
+    """The text, with lone surrogates (which `'\\ud800'` decodes to, and no store can hold) kept as
+    their escapes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def _python_string(text: str, start: int) -> tuple[str, int] | None:
     """Decode the Python string literal starting at text[start] (a quote); (value, end index)."""
     quote = text[start]
@@ -118,7 +128,7 @@ def _python_string(text: str, start: int) -> tuple[str, int] | None:
                 value = ast.literal_eval(literal)
             except (ValueError, SyntaxError):
                 value = literal[1:-1]
-            return (value if isinstance(value, str) else literal[1:-1]), i + 1
+            return valid_text(value if isinstance(value, str) else literal[1:-1]), i + 1
         i += 1
     return None
 

@@ -17,6 +17,7 @@ or plain string search, never with regex over the document.
 from __future__ import annotations
 
 import ast
+import codecs
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -37,6 +38,7 @@ from core.action_grammar.webarena import (
     is_na_answer,
     parse_webarena_action,
     stated_action,
+    valid_text,
 )
 from core.datasets import ensure_tasks
 from core.errors import InputError
@@ -92,7 +94,11 @@ _STEP_PARTS = (
 )
 # The harness's feedback after a failed step, shown as the next step's "previous action".
 _STEP_ERROR_PREFIXES = ("The previous prediction you issued", "Attempt to perfom", "Attempt to perform")
-_MAX_LITERAL = 1_000_000  # header values larger than this are kept as text, not literal_eval'd
+# Header values longer or deeper than this are kept as text, not literal_eval'd (real ones: ≤ 5.3 KB, depth 3).
+_MAX_LITERAL = 100_000
+_MAX_DEPTH = 20
+_MAX_RENDER_BYTES = 256 * 1024 * 1024  # real renders: ≤ 1.9 MB
+_MAX_TASK_ID = 2**31 - 1  # task_id columns are INTEGER
 # Header values RenderHelper writes with str(), never repr: kept as text even when they look like a literal.
 _TEXT_KEYS = frozenset({"intent", "intent_template", "start_url", "storage_state"})
 
@@ -155,10 +161,26 @@ def _first_pre(node: LexborNode) -> LexborNode | None:
     return node.css_first("pre")
 
 
+def _depth(text: str) -> int:
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]})":
+            depth -= 1
+    return deepest
+
+
 def _literal(value: str) -> Any:
     """A header value: Python repr (single quotes, True/None) when it parses, else the text itself."""
     stripped = value.strip()
-    if not stripped or len(stripped) > _MAX_LITERAL or stripped[0] not in "[{('\"-0123456789TFN":
+    if (
+        not stripped
+        or len(stripped) > _MAX_LITERAL
+        or stripped[0] not in "[{('\"-0123456789TFN"
+        or _depth(stripped) > _MAX_DEPTH
+    ):
         return stripped
     try:
         return _jsonable(ast.literal_eval(stripped))
@@ -167,16 +189,21 @@ def _literal(value: str) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
+    """What the store can hold as JSON: str keys, no lone surrogates, integers within 64 bits."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {_jsonable(str(k)): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     if isinstance(value, set | frozenset):
         return sorted((_jsonable(v) for v in value), key=repr)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    if isinstance(value, str | int | float | bool) or value is None:
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, bool) or value is None or isinstance(value, float):
         return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else str(value)
     return repr(value)
 
 
@@ -192,6 +219,22 @@ def parse_header(text: str) -> dict[str, Any]:
         elif last is not None:
             raw[last] += "\n" + line
     return {key: value.strip() if key in _TEXT_KEYS else _literal(value) for key, value in raw.items()}
+
+
+def decode_render(data: bytes) -> tuple[str, str]:
+    """(text, encoding): UTF-8 as RenderHelper writes it (a BOM's encoding when there is one), else
+    cp1252, what upstream's `open()` without an encoding writes on Windows."""
+    for bom, encoding in (
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if data.startswith(bom):
+            return data.decode(encoding, errors="replace").lstrip("\ufeff"), encoding
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace"), "cp1252"
 
 
 def parse_render(html: str) -> Render:
@@ -433,6 +476,10 @@ def import_webarena_render(
             problems.append(Problem(task_id=None, source_path=str(path), kind="bad_file_name",
                                     message=f"{path}: not named render_<task_id>.html"))  # fmt: skip
             continue
+        if int(match.group(1)) > _MAX_TASK_ID:
+            problems.append(Problem(task_id=None, source_path=str(path), kind="bad_file_name",
+                                    message=f"{path}: task id out of range"))  # fmt: skip
+            continue
         named.append((int(match.group(1)), path))
     if not named:
         raise InputError(root, "no render_<task_id>.html files found")
@@ -471,7 +518,10 @@ def import_webarena_render(
         if on_progress:
             on_progress(done, len(named))
         try:
-            render = parse_render(path.read_bytes().decode("utf-8", errors="replace"))
+            if path.stat().st_size > _MAX_RENDER_BYTES:
+                raise NotARender(f"larger than {_MAX_RENDER_BYTES >> 20} MB")
+            html, encoding = decode_render(path.read_bytes())
+            render = parse_render(html)
         except NotARender as exc:
             problems.append(Problem(task_id=task_id, source_path=str(path), kind="not_a_render",
                                     message=f"{path}: not a WebArena render file ({exc})"))  # fmt: skip
@@ -480,6 +530,9 @@ def import_webarena_render(
             problems.append(Problem(task_id=task_id, source_path=str(path), kind="unreadable",
                                     message=f"{path}: cannot be read ({exc.strerror or exc})"))  # fmt: skip
             continue
+        if encoding != "utf-8":
+            problems.append(Problem(task_id=task_id, source_path=str(path), kind="encoding",
+                                    message=f"{path}: not UTF-8; read as {encoding}"))  # fmt: skip
         header_id = render.header.get("task_id")
         if isinstance(header_id, int) and header_id != task_id:
             problems.append(Problem(task_id=task_id, source_path=str(path), kind="task_id_mismatch",
