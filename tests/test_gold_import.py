@@ -12,6 +12,7 @@ import pytest
 
 from core.errors import InputError
 from core.gold import current_gold, gold_versions, save_gold_version
+from core.importers import gold as gold_importer
 from core.importers.gold import import_gold
 from core.store import Store
 
@@ -224,3 +225,36 @@ def test_cli_prints_the_summary_and_one_line_errors(gold_xlsx: Path, tmp_path: P
     failed = subprocess.run([*cmd, str(bad), "--name", "b"], capture_output=True, text=True)
     assert failed.returncode == 2
     assert failed.stderr.strip().count("\n") == 0 and str(bad) in failed.stderr
+
+
+def test_formula_cells_are_refused_not_guessed(gold_store: Store, tmp_path: Path):
+    # Without a cached result openpyxl reads a formula as None: the row would silently join the task
+    # above with an empty text. With one, the text would be whatever the formula computed.
+    for row in (["=1+1", 2, "Click 'b'"], [1, 2, '=HYPERLINK("http://example.com", "Click")']):
+        path = tmp_path / "formula.xlsx"
+        book = openpyxl.Workbook()
+        for values in (["Task No.", "Step No.", "Text"], [1, 1, "Click 'a'"], row):
+            book.active.append(values)
+        book.save(path)
+        before = gold_store.row_counts()
+        with pytest.raises(InputError, match="row 3: cell [AC]3 is a formula"):
+            import_gold(gold_store, path, "f")
+        assert gold_store.row_counts() == before
+
+
+def test_oversized_input_is_a_one_line_error(gold_store: Store, tmp_path: Path, monkeypatch):
+    long_field = tmp_path / "long.csv"
+    _write_csv(long_field, [("Task No.", "Step No.", "Text"), (1, 1, "x" * 200_000)])
+    with pytest.raises(InputError, match="row 2: not readable as CSV"):
+        import_gold(gold_store, long_field, "l")
+    bomb = tmp_path / "bomb.xlsx"
+    book = openpyxl.Workbook()
+    book.active.append(["Task No.", "Step No.", "Text"])
+    book.active.append([1, 1, "Click " * 50_000])  # compresses to a few KB
+    book.save(bomb)
+    monkeypatch.setattr(gold_importer, "MAX_BYTES", bomb.stat().st_size * 2)
+    with pytest.raises(InputError, match="unpacks to more than"):
+        import_gold(gold_store, bomb, "b")
+    monkeypatch.setattr(gold_importer, "MAX_BYTES", long_field.stat().st_size - 1)
+    with pytest.raises(InputError, match="larger than"):
+        import_gold(gold_store, long_field, "l")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from core.errors import InputError
 from core.store import Store, insert_rows, utcnow
 
 COLUMNS = ("Task No.", "Step No.", "Text")
+MAX_BYTES = 256 * 1024 * 1024  # a gold file, or an xlsx unpacked (the paper's: 0.7 MB unpacked)
 
 
 @dataclass
@@ -75,27 +77,44 @@ def _check_header(header: list[Any], path: Path) -> None:
 
 
 def _xlsx_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
+    """Cell values of the first sheet. A formula cell is refused: its value is whatever the formula
+    computes (or nothing, when no application cached a result), never a human-written step."""
     import openpyxl
 
     try:
-        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        with zipfile.ZipFile(path) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(path, f"not a readable xlsx file ({type(exc).__name__})") from None
+    if unpacked > MAX_BYTES:
+        raise InputError(path, f"unpacks to more than {MAX_BYTES >> 20} MB; not a gold file")
+    try:
+        book = openpyxl.load_workbook(path, read_only=True, data_only=False)
     except Exception as exc:  # openpyxl raises many types for a broken or non-xlsx file
         raise InputError(path, f"not a readable xlsx file ({type(exc).__name__})") from None
     try:
         sheet = book.worksheets[0]
-        for number, row in enumerate(sheet.iter_rows(values_only=True), start=1):
-            yield number, list(row)
+        for number, row in enumerate(sheet.iter_rows(), start=1):
+            for cell in row:
+                if cell.data_type == "f":
+                    raise InputError(
+                        path, f"row {number}: cell {cell.coordinate} is a formula; save the sheet as values"
+                    )
+            yield number, [cell.value for cell in row]
     finally:
         book.close()
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
+    number = 0
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:
             for number, row in enumerate(csv.reader(handle), start=1):
                 yield number, list(row)
     except UnicodeDecodeError:
         raise InputError(path, "not UTF-8 text") from None
+    except csv.Error as exc:  # e.g. a field over csv's 128 KB limit (real steps: ≤ 737 characters)
+        raise InputError(path, f"row {number + 1}: not readable as CSV ({exc})") from None
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
@@ -129,6 +148,8 @@ def read_gold_rows(path: str | Path) -> list[GoldRow]:
     }  # fmt: skip
     if suffix not in readers:
         raise InputError(path, "unsupported gold file type (expected .xlsx, .csv or .jsonl)")
+    if path.stat().st_size > MAX_BYTES:
+        raise InputError(path, f"larger than {MAX_BYTES >> 20} MB; not a gold file")
     rows: list[GoldRow] = []
     header_seen = False
     for number, values in readers[suffix](path):
