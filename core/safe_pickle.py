@@ -18,6 +18,7 @@ import datetime
 import gc
 import io
 import pickle
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -225,8 +226,64 @@ class RestrictedUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError("persistent ids are not supported")
 
 
+# Hashing a tuple recurses in C with no depth check (CPython 3.11): a dict key nested 10^6 tuples deep
+# (one TUPLE1 byte per level) overflows the C stack and kills the process. A tuple's nesting is at most
+# the number of tuple opcodes, which is at most the count of their bytes (TUPLE1-3; TUPLE needs a MARK).
+# At most about 64 bytes of stack per level: 50,000 levels fit a default 8 MB stack twice over. Real
+# step files bound at ~2% of their bytes (1.6 MB: 27,000) and load inline; a thread costs ~2x.
+_INLINE_TUPLE_DEPTH = 50_000
+_MAX_TUPLE_DEPTH = 2_000_000  # real step files: ~2% of their bytes; 64 MB of random bytes: 1.6%
+_STACK_PER_LEVEL = 128
+_STACK_BASE = 16 * 1024 * 1024
+_STACK_LOCK = threading.Lock()
+
+
+_TUPLE_BYTES = b"\x85\x86\x87t("  # TUPLE1, TUPLE2, TUPLE3, TUPLE, MARK
+_OTHER_BYTES = bytes(b for b in range(256) if b not in _TUPLE_BYTES)
+
+
+def _tuple_depth_bound(data: bytes) -> int:
+    kept = data.translate(None, _OTHER_BYTES)  # one pass; the rest counts a few thousand bytes
+    n_tuple, n_mark = kept.count(b"t"), kept.count(b"(")
+    return 1 + len(kept) - n_tuple - n_mark + min(n_tuple, n_mark)
+
+
 def loads(data: bytes) -> Any:
     """Unpickle untrusted bytes into plain data and `Inert` stand-ins. Raises SafePickleError."""
+    depth = _tuple_depth_bound(data)
+    if depth <= _INLINE_TUPLE_DEPTH:
+        return _load(data)
+    if depth > _MAX_TUPLE_DEPTH:
+        raise SafePickleError(f"not a readable pickle (up to {depth} nested tuples; refused)")
+    return _load_with_stack(data, _STACK_BASE + _STACK_PER_LEVEL * depth)
+
+
+def _load_with_stack(data: bytes, stack_bytes: int) -> Any:
+    """`_load` in a thread whose stack holds the deepest tuple the data can nest (reserved, not used)."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(_load(data))
+        except SafePickleError as exc:
+            outcome.append(exc)
+
+    with _STACK_LOCK:  # stack_size is process-wide: set it only for this thread
+        previous = threading.stack_size(stack_bytes)
+        try:
+            thread = threading.Thread(target=run, name="safe_pickle", daemon=True)
+            thread.start()
+        except (RuntimeError, ValueError, MemoryError) as exc:
+            raise SafePickleError(f"not a readable pickle (no stack for its nesting: {exc})") from None
+        finally:
+            threading.stack_size(previous)
+    thread.join()
+    if not outcome or isinstance(outcome[0], SafePickleError):
+        raise outcome[0] if outcome else SafePickleError("not a readable pickle")
+    return outcome[0]
+
+
+def _load(data: bytes) -> Any:
     # The cyclic GC only slows the millions of small containers a step builds; none forms a cycle.
     was_enabled = gc.isenabled()
     gc.disable()

@@ -6,6 +6,7 @@ import datetime
 import gzip
 import os
 import pickle
+import subprocess
 import sys
 import zlib
 
@@ -189,3 +190,30 @@ def test_a_chain_of_calls_stays_small():
         obj, depth = obj.args[0], depth + 1
     assert depth == n and obj.qualname == "x.y"  # the whole chain is kept as data
     assert len(classes | {type(obj)}) == 2  # the stand-in x.y and one class for its call results
+
+
+def _nested_tuple_key(depth: int) -> bytes:
+    # {((...((),)...),): None}: a dict key `depth` tuples deep, one TUPLE1 byte per level.
+    return b"\x80\x02}" + b")" + b"\x85" * depth + b"Ns."
+
+
+def test_a_deeply_nested_dict_key_does_not_crash_the_process(repo_root):
+    # Hashing the key recursed in C without a depth check: a 1 MB pickle (a few KB gzipped) was a
+    # segmentation fault of the whole import. Run in a child so a crash fails this test, not pytest.
+    code = (
+        "import sys; from core import safe_pickle\n"
+        f"data = b'\\x80\\x02}}' + b')' + b'\\x85' * {10**6} + b'Ns.'\n"
+        "(key,) = safe_pickle.loads(data)\n"
+        "depth = 0\n"
+        "while key:\n"
+        "    (key,), depth = key, depth + 1\n"
+        "print(depth)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=repo_root)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == str(10**6)  # read in full, in a thread with a stack to match
+
+
+def test_tuple_nesting_beyond_any_real_file_is_refused():
+    with pytest.raises(SafePickleError, match="nested tuples"):
+        safe_pickle.loads(_nested_tuple_key(safe_pickle._MAX_TUPLE_DEPTH + 1))
