@@ -33,12 +33,15 @@ METRIC_COLUMNS = (
 def bootstrap_ci(
     values: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
 ) -> tuple[float | None, float | None]:
-    """Percentile 95 % CI of the mean (fixed seed: the same data always gives the same interval)."""
+    """Percentile 95 % CI of the mean (fixed seed: the same data always gives the same interval).
+
+    Undefined (None, None) below two values: resampling one value gives a zero-width interval that
+    would claim certainty, as the SD (ddof=1) is undefined there too.
+    """
     data = np.asarray([v for v in values if v is not None], dtype=float)
-    if data.size == 0:
+    data = data[~np.isnan(data)]
+    if data.size < 2:
         return None, None
-    if data.size == 1:
-        return float(data[0]), float(data[0])
     rng = np.random.default_rng(seed)
     means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])

@@ -30,6 +30,25 @@ def test_paired_difference():
     assert mean == 0.5 and low <= 0.5 <= high
 
 
+def test_bootstrap_degenerate_inputs():
+    # One value: no interval (a zero-width one would claim certainty); the SD is undefined too.
+    assert pt.bootstrap_ci([0.7]) == (None, None)
+    assert pt.bootstrap_ci([0.7, None, float("nan")]) == (None, None)
+    assert pt.summarize([0.7])["sd"] is None and pt.summarize([0.7])["ci_low"] is None
+    assert pt.paired_bootstrap_diff([0.0], [1.0]) == (1.0, None, None)
+    assert pt.paired_bootstrap_diff([], []) == (None, None, None)
+    # All one label: a real, zero-width interval.
+    assert pt.bootstrap_ci([1.0, 1.0, 1.0]) == (1.0, 1.0)
+    # Cohen's kappa: empty, one class on both sides (chance agreement total) and n = 1 are undefined.
+    from core.judge_agreement import kappa_ci
+
+    assert cohen_kappa(np.array([], bool), np.array([], bool)) is None
+    assert cohen_kappa(np.array([True]), np.array([True])) is None
+    assert kappa_ci(np.array([True]), np.array([True])) == (None, None)
+    assert kappa_ci(np.array([True] * 5), np.array([True] * 5)) == (None, None)
+    assert cohen_kappa(np.array([1, 1, 0, 0], bool), np.array([0, 0, 1, 1], bool)) == -1.0
+
+
 def _metric_row(run, task_id, **values):
     base = {"run": run, "task_id": task_id, "episode": "0", "gold_set": "g", "judge_config": "offline",
             "preset": "default", "computed_at": utcnow(), "approximate": False, "unresolved_pairs": 0}  # fmt: skip
