@@ -140,6 +140,12 @@ def test_full_plan_and_browsergym_actions(store: Store, tmp_path: Path):
         ({**HEADER, "paradigm": "greedy"}, None, "line 1: paradigm: 'greedy' is not one of"),
         (HEADER, {"task_id": "3", "steps": []}, "line 2: task_id: '3' is not of type 'integer'"),
         (HEADER, {"task_id": 3}, "line 2: (line): 'steps' is a required property"),
+        # Beyond the store's INTEGER: a validation error, not a failed transaction.
+        (
+            HEADER,
+            {"task_id": 2**40, "steps": []},
+            "line 2: task_id: 1099511627776 is greater than the maximum",
+        ),
         (
             HEADER,
             {"task_id": 3, "steps": [{}, {"executed_action": 5}]},
