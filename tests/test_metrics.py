@@ -110,6 +110,9 @@ def test_recovery_lookahead_bounds_recovery():
     agent = ["A", "X", "G"]
     assert m.recovery_rate(7, 3, same(gold, agent), lookahead=5).value == 0.0
     assert m.recovery_rate(7, 3, same(gold, agent), lookahead=7).value == 1.0
+    # Bounds are exact: gold[g..g+L-1] with g = 1, so 'G' (gold[6]) needs L = 6, not 5.
+    rr = m.recovery_rate(7, 3, same(gold, agent), lookahead=6)
+    assert (rr.value, rr.missed_gold, rr.costs) == (1.0, 5, (2,))
 
 
 def test_recovery_paper_code_preset():
