@@ -18,7 +18,7 @@ from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlparse
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlparse
 
 import numpy as np
 import orjson
@@ -45,9 +45,14 @@ _SECRET_FIELD = re.compile(
     re.IGNORECASE,
 )
 _SECRET_VALUE = re.compile(r"^\s*(bearer|basic|token|digest)\s+\S", re.IGNORECASE)
+# (Values stop at white space and quotes too, so a URL quoted in a sentence is redacted in place.)
 _SECRET_QUERY_PARAM = re.compile(
-    r"([?&;][^=&#;]*?(?:" + _SECRET_FIELD.pattern + r")[^=&#;]*=)([^&#;]*)", re.I
+    r"([?&;#][^=&#;\s]*?(?:" + _SECRET_FIELD.pattern + r")[^=&#;\s]*=)([^&#;\s\"'<>]*)", re.I
 )
+# Any `name=value` of a query or fragment, for names that must be percent-decoded before the test.
+_URL_PARAM = re.compile(r"([?&;#])([^=&#;\s]*)=([^&#;\s\"'<>]*)")
+# `scheme://user:password@`: the password goes.
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:\s]*):[^/?#@\s]*@")
 # Values shorter than this are not searched for elsewhere (a cookie "1" would redact every digit).
 _MIN_SECRET_LEN = 6
 
@@ -545,9 +550,40 @@ _PREDICATE_HEADERS = frozenset({"accept", "sec-fetch-user", "sec-fetch-dest", "s
 
 
 def _redact_url(url: str | None) -> str | None:
-    if url and ("?" in url or ";" in url):
-        return _SECRET_QUERY_PARAM.sub(lambda m: m.group(1) + REDACTED, url)
+    """The URL with the password of its user info and the values of secret-named query or fragment
+    fields (names compared percent-decoded, as the query column shows them) replaced."""
+    if not url:
+        return url
+    if "@" in url:
+        url = _USERINFO.sub(r"\1:" + REDACTED + "@", url)
+    if "?" in url or ";" in url or "#" in url:
+        url = _SECRET_QUERY_PARAM.sub(lambda m: m.group(1) + REDACTED, url)
+        if "%" in url or "+" in url:
+            url = _URL_PARAM.sub(_redact_encoded_param, url)
     return url
+
+
+def redact_report(value: Any) -> Any:
+    """What the engine reports about trace events (URLs, post data), redacted by the rules of the
+    stored events: URL passwords, secret query/fragment fields, values of secret-named fields."""
+    if isinstance(value, str):
+        return _redact_url(value)
+    if isinstance(value, dict):
+        return {
+            k: REDACTED
+            if isinstance(k, str) and _SECRET_FIELD.search(k) and not isinstance(v, dict | list | None)
+            else redact_report(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_report(v) for v in value]
+    return value
+
+
+def _redact_encoded_param(match: re.Match) -> str:
+    if _SECRET_FIELD.search(unquote_plus(match.group(2))):
+        return f"{match.group(1)}{match.group(2)}={REDACTED}"
+    return match.group(0)
 
 
 @lru_cache(maxsize=65536)
@@ -657,10 +693,9 @@ class NetworkEventsBuilder:
                 secrets.add(value)
                 secrets.add(value.split(None, 1)[-1])
                 shown[key] = REDACTED
-            elif key in shown:
-                shown[key] = f"{shown[key]}, {value}"
             else:
-                shown[key] = value
+                value = _redact_url(value)  # a Referer carries the page's query (form keys, tokens)
+                shown[key] = f"{shown[key]}, {value}" if key in shown else value
 
         method = request.get("method")
         method = method if type(method) is str else None
@@ -692,7 +727,7 @@ class NetworkEventsBuilder:
                 status if type(status) is int else None,
                 mime if type(mime) is str else None,
                 int(size) if size is not None and size >= 0 else None,
-                scrub(_redact_url(shown.get("referer"))),
+                scrub(shown.get("referer")),
                 scrub(_redact_url(redirect)) if redirect and type(redirect) is str else None,
                 None if post is None else scrub(_dumps(post)),
                 static,

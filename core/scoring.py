@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core import explanations
 from core.errors import InputError
+from core.har import redact_report
 from core.parallel import map_chunks
 from core.store import Store, insert_rows, utcnow
 
@@ -271,6 +272,7 @@ def _json(value: Any) -> str | None:
 def _task_score(
     task_id: int, official: dict, context, trace, event_seqs: list[int] | None = None
 ) -> TaskScore:
+    official = _redact_network_reports(official)
     status: Status = (
         official["status"] if official["status"] in ("success", "failure", "error") else "failure"
     )
@@ -287,6 +289,10 @@ def _task_score(
         rows.append(_evaluator_row(idx, er_json, cfg, context, seq_of, briefs))
     # An evaluator that errored leaves the task's own error_msg empty: surface the first one.
     error = official.get("error_msg") or next((r.error for r in rows if r.error), None)
+    for row in rows:  # sentences quote trace events (URLs, post data)
+        row.explanation = redact_report(row.explanation)
+        row.error = redact_report(row.error)
+    error = redact_report(error)
     return TaskScore(
         task_id=task_id,
         status=status,
@@ -300,6 +306,25 @@ def _task_score(
         evaluator_results=rows,
         eval_result=official,
     )
+
+
+def _redact_network_reports(official: dict) -> dict:
+    """The engine's result with what network evaluators quote from the trace (`actual`, errors)
+    redacted: the stored result must not carry a HAR's secrets. Verdicts are untouched."""
+    official = {k: redact_report(v) if k == "error_msg" else v for k, v in official.items()}
+    results = official.get("evaluators_results") or []
+    if not any(r.get("evaluator_name") == "NetworkEventEvaluator" for r in results):
+        return official
+    redacted = [
+        {
+            **r,
+            **{k: redact_report(r.get(k)) for k in ("actual", "actual_normalized", "error_msg") if k in r},
+        }
+        if r.get("evaluator_name") == "NetworkEventEvaluator"
+        else r
+        for r in results
+    ]
+    return {**official, "evaluators_results": redacted}
 
 
 def _evaluator_row(idx: int, er: dict, cfg, context, seq_of: dict[int, int], briefs) -> EvaluatorScore:

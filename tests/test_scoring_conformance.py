@@ -402,3 +402,54 @@ def test_network_matrix_through_the_importer_agrees_with_official(
         assert stored == len(trace), case
     assert disagreements == []
     assert len(matrix) >= 15 and {"success", "failure"} <= seen
+
+
+def test_no_secret_of_a_hostile_har_reaches_the_database(
+    template: dict, official_matrix, tasks_store, tmp_path: Path
+) -> None:
+    """Secrets in user info, query strings (percent-encoded names too), fragments, Referer headers,
+    cookies and form bodies stay out of every table: stored events, and the engine's own report
+    (`actual`, explanations) of failing network evaluators, which quote the events they looked at."""
+    from core.importers.wav_run import import_wav_run
+
+    mr = "__GITLAB__/dashboard/merge_requests"
+    secrets = {
+        "userinfo": "Pw-userinfo-1",
+        "query": "Tok-query-22",
+        "encoded": "Pw-encoded-333",
+        "fragment": "Tok-fragment-4",
+        "referer": "Fk-referer-55",
+        "cookie": "Ck-cookie-666",
+        "body": "Pw-body-7777",
+    }
+    nav = _entry(
+        template,
+        "GET",
+        f"{mr}?assignee_username=someone&private_token={secrets['query']}&p%61ssword={secrets['encoded']}"
+        f"#access_token={secrets['fragment']}",
+        referer=f"__GITLAB__/?form_key={secrets['referer']}",
+    )
+    nav["request"]["url"] = nav["request"]["url"].replace("://", f"://root:{secrets['userinfo']}@")
+    nav["request"]["headers"].append({"name": "Cookie", "value": f"_gitlab_session={secrets['cookie']}"})
+    post = _entry(
+        template, "POST", "__GITLAB__/-/profile", post={"user[website_url]": "x", "password": secrets["body"]}
+    )
+    config = tmp_path / "matrix-config.json"
+    config.write_text(json.dumps(MATRIX_CONFIG))
+    for task_id, trace in ((156, [nav]), (448, [post, nav])):
+        task_dir = tmp_path / str(task_id) / str(task_id)
+        task_dir.mkdir(parents=True)
+        response = _expected_response(official_matrix, task_id)
+        (task_dir / "agent_response.json").write_text(response)
+        har = task_dir / "network.har"
+        har.write_bytes(orjson.dumps({"log": {"version": "1.2", "entries": trace}}))
+        import_wav_run(tasks_store, task_dir.parent, f"hostile{task_id}", config=config, workers=1)
+        mine = tasks_store.query("SELECT status FROM evaluations WHERE run = ?", [f"hostile{task_id}"])
+        theirs = official_matrix.evaluate_task(task_id=task_id, agent_response=response, network_trace=har)
+        assert mine == [(theirs.status.value,)] == [("failure",)]
+    text = "\n".join(
+        json.dumps(tasks_store.query(f'SELECT COLUMNS(*)::VARCHAR FROM "{table}"'), default=str)
+        for table in tasks_store.tables()
+    )
+    assert "localhost:8023/dashboard/merge_requests" in text  # the events are stored, only redacted
+    assert [name for name, secret in secrets.items() if secret in text] == []
