@@ -23,8 +23,10 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-# Decompressed-size cap per file: real step pickles are about 1 MB; a gzip bomb stops here.
-MAX_DECOMPRESSED_BYTES = 512 * 1024 * 1024
+# Size cap per pickle, compressed file and decompressed data alike: real step pickles decompress to
+# at most 1.6 MB (AgentLab runs keeping screenshots in obs, ~10 MB). Unpickling can multiply bytes
+# by ~60 in objects (one EMPTY_DICT byte makes a 64-byte dict), so this also bounds memory.
+MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
 
 # Value types whose constructors only build values from their arguments: rebuilt for real.
 _SAFE_TYPES: dict[tuple[str, str], type] = {
@@ -310,11 +312,14 @@ def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
     return out
 
 
-def load_path(path: str | Path) -> Any:
+def load_path(path: str | Path, limit: int = MAX_DECOMPRESSED_BYTES) -> Any:
     """Read a `.pkl.gz` or `.pkl` file safely (gzip detected by its magic bytes)."""
-    raw = Path(path).read_bytes()
+    with open(path, "rb") as fh:
+        raw = fh.read(limit + 1)  # never the whole of a huge file
+    if len(raw) > limit:
+        raise SafePickleError(f"file larger than {limit} bytes")
     if raw[:2] == b"\x1f\x8b":
-        raw = gunzip(raw)
+        raw = gunzip(raw, limit)
     return loads(raw)
 
 

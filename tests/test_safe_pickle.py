@@ -108,6 +108,26 @@ def test_gzip_bomb_stops_at_the_limit():
     assert len(safe_pickle.gunzip(bomb)) == 4 * 1024 * 1024
 
 
+def test_load_path_bounds_what_it_reads_and_what_it_inflates(tmp_path):
+    # 300 MB of EMPTY_LIST+APPEND opcodes gzip to 300 KB; the old 512 MB cap let them through, and
+    # unpickled they are ~10 GB of lists. A plain (not gzipped) file was read whole, however large.
+    limit = safe_pickle.MAX_DECOMPRESSED_BYTES
+    assert limit <= 64 * 1024 * 1024
+    bomb = tmp_path / "step_0.pkl.gz"
+    with gzip.open(bomb, "wb", compresslevel=1) as fh:
+        fh.write(b"\x80\x04]")
+        for _ in range(limit // (1 << 20) + 1):
+            fh.write(b"]a" * (1 << 19))
+        fh.write(b".")
+    with pytest.raises(SafePickleError, match="more than"):
+        safe_pickle.load_path(bomb)
+    plain = tmp_path / "exp_args.pkl"
+    plain.write_bytes(pickle.dumps(b"x" * 4096, protocol=4))
+    with pytest.raises(SafePickleError, match="larger than"):
+        safe_pickle.load_path(plain, limit=1024)
+    assert safe_pickle.load_path(plain) == b"x" * 4096
+
+
 def test_real_step_file_reads_as_plain_data(shared_data):
     # README (browsergym-run, "step_<n>.pkl.gz (StepInfo fields)"): a StepInfo with obs, action, profiling;
     # obs.active_page_index and obs.elapsed_time are numpy arrays.
