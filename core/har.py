@@ -33,6 +33,8 @@ STATIC_ASSET_SUFFIXES = (
 MUTATION_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 REDACTED = "[REDACTED]"
 PLAYWRIGHT_NETWORK_FILE = "trace.network"
+# Trace files looked for in a task directory of a run, in order of preference.
+TRACE_FILES = ("network.har", "trace.zip", PLAYWRIGHT_NETWORK_FILE)
 
 # Header names whose values are secrets: the official submission sanitiser's patterns (auth, token, key,
 # secret) plus cookies, CSRF/XSRF and sessions, which that sanitiser keeps but we never store.
@@ -694,7 +696,8 @@ class NetworkEventsBuilder:
                 secrets.add(value.split(None, 1)[-1])
                 shown[key] = REDACTED
             else:
-                value = _redact_url(value)  # a Referer carries the page's query (form keys, tokens)
+                if "://" in value:  # a Referer carries the page's query (form keys, tokens)
+                    value = _redact_url(value)
                 shown[key] = f"{shown[key]}, {value}" if key in shown else value
 
         method = request.get("method")

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core import explanations
 from core.errors import InputError
-from core.har import redact_report
+from core.har import TRACE_FILES, redact_report
 from core.parallel import map_chunks
 from core.store import Store, insert_rows, utcnow
 
@@ -511,15 +511,20 @@ def evaluate_run(
     responses = store.query(
         "SELECT task_id, raw_text FROM agent_responses WHERE run = ? ORDER BY task_id", [run]
     )
-    # Each scoring process reads its tasks' traces itself; a missing or broken one scores as error.
+    # Each scoring process reads its tasks' traces itself (a HAR or a Playwright trace, as at import);
+    # a missing or broken one scores as the engine scores it.
     inputs = [
-        ScoringInput(task_id=task_id, agent_response=text, har_path=root / str(task_id) / "network.har")
+        ScoringInput(task_id=task_id, agent_response=text, har_path=_trace_file(root / str(task_id)))
         for task_id, text in responses
     ]
     scores = score_inputs(inputs, config=config, workers=workers, on_progress=on_progress)
     with store.transaction() as cur:
         write_scores(cur, run, scores)
     return scores
+
+
+def _trace_file(task_dir: Path) -> Path:
+    return next((task_dir / n for n in TRACE_FILES if (task_dir / n).is_file()), task_dir / TRACE_FILES[0])
 
 
 # -- export in the official shapes ----------------------------------------------------------------------

@@ -98,6 +98,36 @@ def test_evaluate_run_stores_official_verdicts(demo_run, official_demo_results: 
     assert demo_run.query("SELECT count(*) FROM evaluator_results WHERE run = 'demo'") == [(2,)]
 
 
+def test_evaluate_run_reads_playwright_traces_like_the_import(demo_run, wv_dir: Path) -> None:
+    """A run whose task holds trace.zip (no network.har) re-scores from that trace, as evaluate_task does."""
+    import zipfile
+
+    from webarena_verified.api.webarena_verified import WebArenaVerified
+
+    run_dir = Path(demo_run.query("SELECT source_path FROM runs WHERE name = 'demo'")[0][0])
+    for t in (107, 108):
+        har = run_dir / str(t) / "network.har"
+        entries = orjson.loads(har.read_bytes())["log"]["entries"]
+        with zipfile.ZipFile(run_dir / str(t) / "trace.zip", "w") as zf:
+            zf.writestr(
+                "trace.network",
+                b"\n".join(orjson.dumps({"type": "resource-snapshot", "snapshot": e}) for e in entries),
+            )
+        har.unlink()
+    evaluate_run(demo_run, "demo", workers=1)
+    mine = dict(demo_run.query("SELECT task_id, status FROM evaluations WHERE run = 'demo'"))
+    oracle = WebArenaVerified(config=wv_dir / "config.demo.json")
+    theirs = {
+        t: oracle.evaluate_task(
+            task_id=t,
+            agent_response=run_dir / str(t) / "agent_response.json",
+            network_trace=run_dir / str(t) / "trace.zip",
+        ).status.value
+        for t in (107, 108)
+    }
+    assert mine == theirs and "success" in theirs.values()
+
+
 def test_export_matches_official_cli_output(demo_run, official_demo_results: Path, tmp_path: Path) -> None:
     evaluate_run(demo_run, "demo", workers=1)
     out = tmp_path / "export"

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from core.agent_response import AgentResponseCheck, agent_response_row, check_agent_response
 from core.datasets import ensure_tasks
 from core.errors import InputError
-from core.har import NETWORK_EVENTS_SCHEMA, PLAYWRIGHT_NETWORK_FILE, TraceTooLarge, parse_trace
+from core.har import NETWORK_EVENTS_SCHEMA, TRACE_FILES, TraceTooLarge, parse_trace
 from core.importers.common import Paradigm, Problem, RunMeta, import_run
 from core.parallel import map_chunks
 from core.scoring import ScoringInput, config_key, load_config, score_chunk, write_scores
@@ -35,8 +35,6 @@ from core.store import Store, insert_rows
 SOURCE_FORMAT = "wav-run"
 AGENT_RESPONSE_FILE = "agent_response.json"
 RUN_CONFIG_FILE = "run_config.json"
-# Trace files looked for in a task directory, in order of preference.
-TRACE_FILES = ("network.har", "trace.zip", PLAYWRIGHT_NETWORK_FILE)
 SUBMISSION_SUMMARY = "summary.json"
 _SUBMISSION_MEMBER = re.compile(
     r"^(?:[^/]+/)?(\d+)/(" + "|".join(map(re.escape, (AGENT_RESPONSE_FILE, *TRACE_FILES))) + ")$"
