@@ -362,3 +362,17 @@ def test_answer_episodes_with_a_known_outcome_are_the_runs_verdicts(db):
     assert verdicts == expected
     assert {"success", "failure"} <= set(verdicts.values())
     assert any(ok is None for _, ok in answers)  # reset crashes: no verdict recorded for them
+
+
+def test_odd_step_file_names_are_not_second_copies_of_a_step(tasks_store, sample_dir, tmp_path):
+    # `\d+` took `step_00.pkl.gz` and `step_١.pkl.gz` (Arabic-Indic digit one) as steps 0 and 1
+    # again: every step was stored twice. BrowserGym only writes `step_{n}` in ASCII digits.
+    root = tmp_path / "run"
+    root.mkdir()
+    ep = _copy_episode(sample_dir, "webarena.188", root)
+    n_files = len(list(ep.glob("step_*.pkl.gz")))
+    shutil.copy(ep / "step_0.pkl.gz", ep / "step_00.pkl.gz")
+    shutil.copy(ep / "step_0.pkl.gz", ep / "step_\u0661.pkl.gz")
+    import_agentlab(tasks_store, root, "odd")
+    idx = [r[0] for r in tasks_store.query("SELECT idx FROM steps WHERE run = 'odd' ORDER BY idx")]
+    assert idx == list(range(n_files - 1))  # the last file is the terminal state, not a step

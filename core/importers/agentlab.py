@@ -41,7 +41,9 @@ from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "agentlab"
 _TASK_IN_NAME = re.compile(r"webarena\.(\d+)")
-_STEP_FILE = re.compile(r"^step_(\d+)\.pkl\.gz$")
+# BrowserGym writes `step_{n}` with n in ASCII digits, no leading zero; `\d` would also take `step_01`
+# and `step_١` (Arabic-Indic one): a second copy of a step under another name.
+_STEP_FILE = re.compile(r"^step_(0|[1-9][0-9]{0,5})\.pkl\.gz$")
 _EPISODE_MARKERS = ("summary_info.json", "exp_args.pkl", "step_0.pkl.gz")
 _UNCAUGHT_PREFIX = "Exception uncaught by agent or environment"
 _LOG_START = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
