@@ -376,3 +376,36 @@ def test_odd_step_file_names_are_not_second_copies_of_a_step(tasks_store, sample
     import_agentlab(tasks_store, root, "odd")
     idx = [r[0] for r in tasks_store.query("SELECT idx FROM steps WHERE run = 'odd' ORDER BY idx")]
     assert idx == list(range(n_files - 1))  # the last file is the terminal state, not a step
+
+
+def test_symbolic_links_in_an_episode_are_not_followed(tasks_store, sample_dir, tmp_path):
+    # A crafted episode links its screenshot to a private file (stored as the screenshot path, so the
+    # viewer would show it) and a step file and its summary to files outside the episode.
+    secret = tmp_path / "id_rsa"
+    secret.write_text("PRIVATE KEY")
+    outside = _copy_episode(sample_dir, "webarena.191", tmp_path)
+    root = tmp_path / "run"
+    root.mkdir()
+    ep = _copy_episode(sample_dir, "webarena.188", root)
+    for shot in ep.glob("screenshot_step_*.png"):
+        shot.unlink()
+    (ep / "screenshot_step_0.png").symlink_to(secret)
+    (ep / "summary_info.json").unlink()
+    (ep / "summary_info.json").symlink_to(outside / "summary_info.json")
+    (ep / "step_1.pkl.gz").unlink()
+    (ep / "step_1.pkl.gz").symlink_to(outside / "step_1.pkl.gz")
+    (root / "linked.191").symlink_to(outside, target_is_directory=True)
+
+    summary = import_agentlab(tasks_store, root, "links")
+
+    assert summary.n_episodes == 1  # the linked episode directory is not followed either
+    steps = tasks_store.query_dicts("SELECT * FROM steps WHERE run = 'links'")
+    assert steps and all(s["screenshot_path"] is None for s in steps)
+    assert str(secret) not in repr(tasks_store.query("SELECT * FROM steps WHERE run = 'links'"))
+    problems = tasks_store.query_dicts("SELECT * FROM import_problems WHERE run = 'links'")
+    assert [(p["kind"], Path(p["source_path"]).name) for p in problems] == [
+        ("bad_step_file", "step_1.pkl.gz")
+    ]
+    assert "symbolic link" in problems[0]["message"]
+    t = tasks_store.query_dicts("SELECT * FROM trajectories WHERE run = 'links'")[0]
+    assert t["reward"] != 0.0  # webarena.191's summary (cum_reward 0.0) was not read as this one's

@@ -80,6 +80,11 @@ class ImportSummary(BaseModel):
     problems: list[Problem] = Field(default_factory=list)
 
 
+def _regular_file(path: Path) -> bool:
+    """A file of the episode itself: a symlink could point anywhere (a key file shown as a screenshot)."""
+    return path.is_file() and not path.is_symlink()
+
+
 # -- plain-data accessors: values from a hostile pickle may be of any type -----------------------
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
@@ -234,7 +239,7 @@ def task_id_of(directory: Path, exp_args: dict[str, Any] | None = None) -> int |
 
 def _read_summary(directory: Path, problems: list[Problem], task_id: int | None) -> dict[str, Any] | None:
     path = directory / "summary_info.json"
-    if not path.is_file():
+    if not _regular_file(path):
         return None
     try:
         data = json.loads(path.read_bytes())
@@ -252,7 +257,7 @@ def _read_summary(directory: Path, problems: list[Problem], task_id: int | None)
 
 def _exp_args(directory: Path) -> dict[str, Any]:
     path = directory / "exp_args.pkl"
-    if not path.is_file():
+    if not _regular_file(path):
         return {}
     try:
         return _dict(safe_pickle.load_path(path))
@@ -262,7 +267,7 @@ def _exp_args(directory: Path) -> dict[str, Any]:
 
 def _goal_from_file(directory: Path) -> str | None:
     path = directory / "goal_object.pkl.gz"
-    if not path.is_file():
+    if not _regular_file(path):
         return None
     try:
         obj = safe_pickle.load_path(path)
@@ -274,8 +279,11 @@ def _goal_from_file(directory: Path) -> str | None:
 
 def _log_start(directory: Path) -> str | None:
     """Start time from the first line of experiment.log (machine-local time; used only for ordering)."""
+    path = directory / "experiment.log"
+    if not _regular_file(path):
+        return None
     try:
-        with open(directory / "experiment.log", encoding="utf-8", errors="replace") as fh:
+        with open(path, encoding="utf-8", errors="replace") as fh:
             match = _LOG_START.match(fh.readline())
     except OSError:
         return None
@@ -283,10 +291,11 @@ def _log_start(directory: Path) -> str | None:
 
 
 def _package_versions(directory: Path) -> dict[str, str]:
+    path = directory / "package_versions.txt"
+    if not _regular_file(path):
+        return {}
     try:
-        lines = (
-            (directory / "package_versions.txt").read_text(encoding="utf-8", errors="replace").splitlines()
-        )
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return {}
     out = {}
@@ -362,6 +371,10 @@ def read_episode(directory: str | Path, name: str | None = None) -> EpisodeRead:
     step_files = sorted(
         (int(m.group(1)), p) for p in directory.iterdir() if (m := _STEP_FILE.match(p.name)) and p.is_file()
     )
+    for idx, path in [(i, p) for i, p in step_files if p.is_symlink()]:
+        step_files.remove((idx, path))
+        problems.append(Problem(task_id=task_id, source_path=str(path), kind="bad_step_file",
+                                message=f"{directory.name}/{path.name}: a symbolic link, not followed; step skipped"))  # fmt: skip
     steps: list[_Step] = []
     unreadable: list[str] = []
     for idx, path in step_files:
@@ -402,7 +415,7 @@ def read_episode(directory: str | Path, name: str | None = None) -> EpisodeRead:
                 error=nxt.last_action_error if nxt and nxt.has_obs else None,
                 started_at=_timestamp(start),
                 elapsed_s=(end - start) if start and end and end >= start else None,
-                screenshot_path=str(shot.resolve()) if shot.is_file() else None, observations=obs,
+                screenshot_path=str(shot.resolve()) if _regular_file(shot) else None, observations=obs,
             )
         )  # fmt: skip
 
@@ -462,11 +475,11 @@ def find_episodes(root: Path) -> list[tuple[str, Path]]:
     if _is_episode(root):
         return [(root.name, root)]
     found = []
-    for child in sorted(p for p in root.iterdir() if p.is_dir()):
+    for child in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
         if _is_episode(child):
             found.append((child.name, child))
             continue
-        for grand in sorted(p for p in child.iterdir() if p.is_dir()):
+        for grand in sorted(p for p in child.iterdir() if p.is_dir() and not p.is_symlink()):
             if _is_episode(grand):
                 found.append((f"{child.name}/{grand.name}", grand))
     return found
