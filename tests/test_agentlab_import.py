@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -409,3 +410,50 @@ def test_symbolic_links_in_an_episode_are_not_followed(tasks_store, sample_dir, 
     assert "symbolic link" in problems[0]["message"]
     t = tasks_store.query_dicts("SELECT * FROM trajectories WHERE run = 'links'")[0]
     assert t["reward"] != 0.0  # webarena.191's summary (cum_reward 0.0) was not read as this one's
+
+
+def _step_pickle(**fields) -> bytes:
+    # A StepInfo as BrowserGym pickles it (NEWOBJ of the class, then BUILD with its fields).
+    state = pickle.dumps(fields, protocol=4)[2:-1]
+    return gzip.compress(b"\x80\x04cbrowsergym.experiments.loop\nStepInfo\n)\x81" + state + b"b.")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"step": 0, "action": "noop()", "obs": {}, "reward": 10**400},  # float() overflowed
+        {"step": 0, "action": "noop()", "obs": {}, "profiling": {1: 2.0, "env_start": 10**400}},
+    ],
+)
+def test_odd_values_in_a_step_do_not_fail_the_import(tasks_store, sample_dir, tmp_path, fields):
+    root = tmp_path / "run"
+    root.mkdir()
+    ep = _copy_episode(sample_dir, "webarena.188", root)
+    (ep / "step_0.pkl.gz").write_bytes(_step_pickle(**fields))
+    _copy_episode(sample_dir, "webarena.191", root)
+    summary = import_agentlab(tasks_store, root, "odd")
+    assert summary.n_episodes == 2
+    (step0,) = tasks_store.query_dicts("SELECT * FROM steps WHERE run = 'odd' AND task_id = 188 AND idx = 0")
+    assert step0["executed_action"] == "noop()"
+
+
+def test_an_unforeseen_error_is_a_problem_of_its_episode(tasks_store, sample_dir, tmp_path, monkeypatch):
+    import core.importers.agentlab as agentlab
+
+    root = tmp_path / "run"
+    root.mkdir()
+    _copy_episode(sample_dir, "webarena.188", root)
+    _copy_episode(sample_dir, "webarena.191", root)
+    real = agentlab._read_summary
+
+    def explode(directory, problems, task_id):
+        if task_id == 188:
+            raise RecursionError(f"maximum recursion depth exceeded\n  File {tmp_path}/x.py")
+        return real(directory, problems, task_id)
+
+    monkeypatch.setattr(agentlab, "_read_summary", explode)
+    summary = import_agentlab(tasks_store, root, "boom", workers=1)
+    assert summary.n_episodes == 1
+    (problem,) = summary.problems
+    assert problem.kind == "bad_episode" and problem.task_id == 188
+    assert "RecursionError" in problem.message and "\n" not in problem.message

@@ -93,7 +93,10 @@ def _str(value: Any) -> str | None:
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond any float
+        return None
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -197,7 +200,11 @@ def _read_step(idx: int, obj: Any) -> _Step | None:
         return None
     obs = _dict(f.get("obs"))
     info = _dict(f.get("agent_info"))
-    profiling = {k: v for k, v in _dict(f.get("profiling")).items() if isinstance(v, int | float)}
+    profiling = {
+        k: t
+        for k, v in _dict(f.get("profiling")).items()
+        if isinstance(k, str) and (t := _num(v)) is not None
+    }
     error = _str(obs.get("last_action_error"))
     return _Step(
         idx=idx,
@@ -212,7 +219,7 @@ def _read_step(idx: int, obj: Any) -> _Step | None:
         reward=_num(f.get("reward")),
         terminated=f.get("terminated") if isinstance(f.get("terminated"), bool) else None,
         truncated=f.get("truncated") if isinstance(f.get("truncated"), bool) else None,
-        profiling={k: float(v) for k, v in profiling.items() if not isinstance(v, bool)},
+        profiling=profiling,
         model=_str(_dict(info.get("chat_model_args")).get("model_name")),
         err_msg=_str(info.get("err_msg")),
     )
@@ -505,7 +512,18 @@ def read_episodes(
 
 
 def _read_episode_chunk(chunk: list[tuple[str, str]]) -> list[EpisodeRead]:
-    return [read_episode(directory, name) for name, directory in chunk]
+    return [_read_episode_or_problem(directory, name) for name, directory in chunk]
+
+
+def _read_episode_or_problem(directory: str, name: str) -> EpisodeRead:
+    """read_episode, with anything it did not foresee in hostile input as a problem of this episode."""
+    try:
+        return read_episode(directory, name)
+    except Exception as exc:  # one episode must never fail the whole import
+        reason = f"{type(exc).__name__}: {safe_pickle._first_line(exc)}"[:300]
+        problem = Problem(task_id=task_id_of(Path(directory)), source_path=directory, kind="bad_episode",
+                          message=f"{Path(directory).name}: cannot be read ({redact_paths(reason)}); skipped")  # fmt: skip
+        return EpisodeRead(directory=directory, problems=[problem])
 
 
 def _most_common(values: Sequence[str | None]) -> str | None:
