@@ -26,6 +26,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from core import safe_pickle
+from core.action_grammar import ParsedAction
 from core.action_grammar.browsergym import answer_call, parse_action, stated_action
 from core.errors import InputError
 from core.importers.common import (
@@ -321,6 +322,7 @@ def _classify(
     summary: dict[str, Any] | None,
     steps: list[_Step],
     executed: list[StepRecord],
+    answer: ParsedAction | None,
     unreadable: list[str],
     max_steps: int | None,
 ) -> tuple[str, str | None]:
@@ -336,9 +338,6 @@ def _classify(
     last = steps[-1] if steps else None
     terminated = (summary or {}).get("terminated") if summary else (last.terminated if last else None)
     truncated = (summary or {}).get("truncated") if summary else (last.truncated if last else None)
-    answer = next(
-        (answer_call(s.executed_action) for s in reversed(executed) if answer_call(s.executed_action)), None
-    )
     if terminated is True:
         if answer is None and unreadable:
             return "none", "ended by the environment; unreadable: " + "; ".join(unreadable)
@@ -428,7 +427,9 @@ def read_episode(directory: str | Path, name: str | None = None) -> EpisodeRead:
 
     env_args = _dict(exp_args.get("env_args"))
     max_steps = env_args.get("max_steps") if isinstance(env_args.get("max_steps"), int) else None
-    termination, detail = _classify(summary, steps, executed, unreadable, max_steps)
+    # The last answer call of the episode: parsed once, for the ending and the final answer.
+    answer = next((a for s in reversed(executed) if (a := answer_call(s.executed_action))), None)
+    termination, detail = _classify(summary, steps, executed, answer, unreadable, max_steps)
     if not steps and not step_files and termination == "interrupted":
         detail = "no summary_info.json and no step file"
 
@@ -441,7 +442,6 @@ def read_episode(directory: str | Path, name: str | None = None) -> EpisodeRead:
     ):
         reward = steps[-1].reward
     success = None if reward is None or termination in ("error", "interrupted") else reward >= 1.0
-    answer = next((a for s in reversed(executed) if (a := answer_call(s.executed_action))), None)
 
     starts = [v for s in steps for k, v in s.profiling.items() if k == "env_start" and v > 0]
     stops = [v for s in steps for v in s.profiling.values() if v > 0]
