@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from core.action_grammar import is_na_answer
+
 Equiv = Callable[[int, int], bool | None]
 
 
@@ -245,7 +247,7 @@ def answer_category(termination: str | None, final_answer: str | None) -> str:
     if termination == "na_answer":
         return "na_answer"
     if final_answer is not None and final_answer.strip():
-        if final_answer.strip().strip("'\"").upper() in ("N/A", "NA"):
+        if is_na_answer(final_answer):
             return "na_answer"
         return "produced_answer"
     return "early_stop"

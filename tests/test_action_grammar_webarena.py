@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from core.action_grammar import is_na_answer
 from core.action_grammar.webarena import (
     describe,
     element_from_axtree,
     gold_value,
-    is_na_answer,
     parse_gold_step,
     parse_webarena_action,
     stated_action,
@@ -81,6 +81,10 @@ def test_readable_sentences():
 
 def test_na_answers():
     assert is_na_answer("N/A") and is_na_answer("'N/A'") and not is_na_answer("NA Band")
+    # One definition for every grammar: BrowserGym's send_msg_to_user('"N/A"') and a bare NA too.
+    assert (
+        is_na_answer(' "n/a" ') and is_na_answer("NA") and not is_na_answer(None) and not is_na_answer("N/A.")
+    )
 
 
 def test_stated_action_and_axtree_lookup_on_a_real_render(shared_data: Path):

@@ -32,6 +32,12 @@ class ParsedAction(BaseModel):
     answer: str | None = None
 
 
+def is_na_answer(answer: str | None) -> bool:
+    """The agent's way of saying the task cannot be done: `N/A` (or `NA`), optionally quoted, as in
+    WebArena's `stop [N/A]` and BrowserGym's `send_msg_to_user('N/A')`."""
+    return answer is not None and answer.strip().strip("'\"").strip().upper() in ("N/A", "NA")
+
+
 def _quoted(text: str | None, limit: int = 80) -> str:
     text = (text or "").strip()
     if len(text) > limit:

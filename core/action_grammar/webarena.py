@@ -30,7 +30,6 @@ _VERBS = {
 
 _HEAD = re.compile(r"\s*([a-z_]+)\b\s*(.*)\Z", re.S)
 _ID_ARG = re.compile(r"\[(\d+)\]\s*")
-_NA_ANSWERS = frozenset({"n/a", "'n/a'", '"n/a"'})
 EARLY_STOP_PREFIX = "Early stop:"
 ERROR_STOP_PREFIX = "ERROR:"
 SUMMARY_PHRASE = "In summary, the next action I will perform is"
@@ -187,10 +186,6 @@ def stated_action(raw_output: str | None) -> str | None:
         tail = tail.splitlines()[0] if tail else ""
         tail = tail.rstrip(".")
     return tail.strip() or None
-
-
-def is_na_answer(answer: str | None) -> bool:
-    return answer is not None and answer.strip().lower() in _NA_ANSWERS
 
 
 def describe(action: ParsedAction) -> str:

@@ -26,7 +26,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from core import safe_pickle
-from core.action_grammar import ParsedAction
+from core.action_grammar import ParsedAction, is_na_answer
 from core.action_grammar.browsergym import answer_call, parse_action, stated_action
 from core.errors import InputError
 from core.importers.common import (
@@ -314,10 +314,6 @@ def _package_versions(directory: Path) -> dict[str, str]:
     return out
 
 
-def _is_na(answer: str | None) -> bool:
-    return (answer or "").strip().strip("'\"").strip().upper() in ("N/A", "NA")
-
-
 def _classify(
     summary: dict[str, Any] | None,
     steps: list[_Step],
@@ -346,7 +342,7 @@ def _classify(
             return "answered", "the environment ended the episode without a message (goal reached)"
         if answer.verb == "infeasible":
             return "na_answer", "report_infeasible"
-        return ("na_answer", "answered N/A") if _is_na(answer.answer) else ("answered", None)
+        return ("na_answer", "answered N/A") if is_na_answer(answer.answer) else ("answered", None)
     if truncated is True:
         limit = f" (max_steps {max_steps})" if max_steps else ""
         return "truncated", f"stopped at the step limit after {len(executed)} steps{limit}"

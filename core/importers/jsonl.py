@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
-from core.action_grammar import ParsedAction
+from core.action_grammar import ParsedAction, is_na_answer
 from core.action_grammar.browsergym import parse_action as parse_browsergym_action
-from core.action_grammar.webarena import describe, element_from_axtree, is_na_answer, parse_webarena_action
+from core.action_grammar.webarena import describe, element_from_axtree, parse_webarena_action
 from core.datasets import ensure_tasks
 from core.errors import InputError
 from core.importers.common import (

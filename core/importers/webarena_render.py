@@ -29,13 +29,12 @@ from typing import Any
 import orjson
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from core.action_grammar import ParsedAction
+from core.action_grammar import ParsedAction, is_na_answer
 from core.action_grammar.webarena import (
     EARLY_STOP_PREFIX,
     ERROR_STOP_PREFIX,
     describe,
     element_from_axtree,
-    is_na_answer,
     parse_webarena_action,
     stated_action,
     valid_text,
