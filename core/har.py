@@ -831,19 +831,33 @@ class ParsedTrace:
 
 def parse_trace(path: Path, run: str, task_id: int) -> ParsedTrace:
     """Read a trace file once (streaming): InputError if unusable, nothing partial returned."""
+    path = Path(path)
     builder = NetworkEventsBuilder(run, task_id)
-    shared = _SharedHeaders()
+    # Sharing identical headers bounds memory only when entries are streamed from a large file; a small
+    # file is parsed whole anyway, so there it would be pure cost on the hot path.
+    keep = _SharedHeaders().compact if _is_streamed(path) else _as_is
     entries: list[Any] = []
     seqs: list[int] = []
     first = None
     with gc_paused():
-        for seq, entry in enumerate(iter_trace_entries(Path(path))):
+        for seq, entry in enumerate(iter_trace_entries(path)):
             if seq == 0:
                 first = entry
             if builder.add(entry) is not None:
-                entries.append(shared.compact(entry))
+                entries.append(keep(entry))
                 seqs.append(seq)
         table = builder.table()
     if not entries and first is not None:
         entries, seqs = [first], [0]
-    return ParsedTrace(Path(path), table, entries, seqs, builder.malformed)
+    return ParsedTrace(path, table, entries, seqs, builder.malformed)
+
+
+def _as_is(entry: Any) -> Any:
+    return entry
+
+
+def _is_streamed(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size > _WHOLE_FILE_MAX
+    except OSError:
+        return False
