@@ -46,3 +46,26 @@ def test_bad_input_exits_nonzero_with_one_line(tmp_path):
 def test_info_on_missing_database_is_one_line_error(tmp_path):
     result = run_cli("info", db=tmp_path / "none.duckdb")
     assert result.returncode != 0 and "no such database" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_every_import_command_checks_paradigm_the_same_way(tmp_path, shared_data):
+    from typing import get_args
+
+    from core.importers.common import Paradigm
+
+    commands = {
+        "wav-run": [str(shared_data / "webarena-verified" / "demo-run"), "--no-score"],
+        "agentlab": [str(shared_data / "browsergym-run")],
+        "webarena-render": [str(shared_data / "webarena-render" / "DEM1TASSE__webarena")],
+    }
+    for command, args in commands.items():
+        result = run_cli(
+            "import", command, *args, "--run", "r", "--paradigm", "telepathy", db=tmp_path / "p.duckdb"
+        )
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.returncode == 2 and len(lines) == 1, (command, result.stderr)
+        assert "--paradigm" in lines[0] and all(p in lines[0] for p in get_args(Paradigm))
+    assert (
+        not (tmp_path / "p.duckdb").exists()
+        or run_cli("info", db=tmp_path / "p.duckdb").stdout.count("runs") >= 1
+    )

@@ -10,7 +10,6 @@ import typer
 from core.cli import ui
 
 _SHOWN_PROBLEMS = 10
-_PARADIGMS = ("step_by_step", "tree_search", "full_plan", "human", "unknown")
 
 
 def import_agentlab_cmd(
@@ -19,9 +18,7 @@ def import_agentlab_cmd(
     run: Annotated[str, typer.Option("--run", help="Run name; importing a name again replaces that run.")],
     agent: Annotated[str | None, typer.Option(help="Agent name (default: from exp_args.pkl).")] = None,
     model: Annotated[str | None, typer.Option(help="Model name (default: from the step files).")] = None,
-    paradigm: Annotated[
-        str, typer.Option(help="Agent paradigm: " + ", ".join(_PARADIGMS) + ".")
-    ] = "step_by_step",
+    paradigm: Annotated[str, ui.PARADIGM_OPTION] = "step_by_step",
     workers: Annotated[
         int | None, typer.Option(help="Processes reading episodes (default: 2 when the data is large).")
     ] = None,
@@ -31,8 +28,6 @@ def import_agentlab_cmd(
     from core.importers.agentlab import import_agentlab
     from core.importers.common import several_attempts
 
-    if paradigm not in _PARADIGMS:
-        raise InputError("--paradigm", f"must be one of {', '.join(_PARADIGMS)}")
     if not run.strip():
         raise InputError("--run", "must not be empty")
     with ui.store_from(ctx) as store:

@@ -9,17 +9,6 @@ import typer
 
 from core.cli import ui
 
-PARADIGMS = ("step_by_step", "tree_search", "full_plan", "human", "unknown")
-Paradigm = typer.Option(help="step_by_step, tree_search, full_plan, human or unknown.")
-
-
-def _check_paradigm(paradigm: str) -> str:
-    if paradigm not in PARADIGMS:
-        raise typer.BadParameter(
-            f"{paradigm!r} is not one of {', '.join(PARADIGMS)}", param_hint="--paradigm"
-        )
-    return paradigm
-
 
 def _problems(problems: list) -> None:
     if problems:
@@ -44,12 +33,11 @@ def import_webarena_render_cmd(
     ] = None,
     agent: Annotated[str | None, typer.Option(help="Agent name.")] = None,
     model: Annotated[str | None, typer.Option(help="Model name (default: config.json or the logs).")] = None,
-    paradigm: Annotated[str, Paradigm] = "step_by_step",
+    paradigm: Annotated[str, ui.PARADIGM_OPTION] = "step_by_step",
 ) -> None:
     """Import original WebArena render_<id>.html files as one run, PASS/FAIL from the run's logs."""
     from core.importers.webarena_render import import_webarena_render
 
-    _check_paradigm(paradigm)
     with ui.store_from(ctx) as store, ui.progress_bar("importing renders") as progress:
         s = import_webarena_render(
             store,

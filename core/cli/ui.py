@@ -6,12 +6,15 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import get_args
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from core.errors import InputError
+from core.importers.common import Paradigm
 from core.store import Store, open_store
 
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
@@ -19,6 +22,21 @@ console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200)
 
 ProgressCallback = Callable[[int, int], None]
+
+
+PARADIGMS: tuple[str, ...] = get_args(Paradigm)
+
+
+def _check_paradigm(value: str) -> str:
+    if value not in PARADIGMS:
+        raise InputError("--paradigm", f"{value!r} is not one of {', '.join(PARADIGMS)}")
+    return value
+
+
+# The --paradigm option of every import command: one list (core.importers.common.Paradigm), one check.
+PARADIGM_OPTION = typer.Option(
+    "--paradigm", help="Agent paradigm: " + ", ".join(PARADIGMS) + ".", callback=_check_paradigm
+)
 
 
 def db_path(ctx: typer.Context) -> Path | None:

@@ -10,7 +10,6 @@ import typer
 from core.cli import ui
 
 _SHOWN_PROBLEMS = 20
-_PARADIGMS = ("step_by_step", "tree_search", "full_plan", "human", "unknown")
 
 
 def import_wav_run_cmd(
@@ -23,16 +22,13 @@ def import_wav_run_cmd(
     ] = None,
     agent: Annotated[str | None, typer.Option(help="Agent name.")] = None,
     model: Annotated[str | None, typer.Option(help="Model name.")] = None,
-    paradigm: Annotated[str, typer.Option(help="Agent paradigm: " + ", ".join(_PARADIGMS) + ".")] = "unknown",
+    paradigm: Annotated[str, ui.PARADIGM_OPTION] = "unknown",
     no_score: Annotated[bool, typer.Option("--no-score", help="Import without scoring.")] = False,
     workers: Annotated[int, typer.Option(help="Processes scoring tasks.")] = 2,
 ) -> None:
     """Import a WebArena-Verified run (agent responses + network traces) and score it officially."""
-    from core.errors import InputError
     from core.importers.wav_run import import_wav_run
 
-    if paradigm not in _PARADIGMS:
-        raise InputError("--paradigm", f"must be one of {', '.join(_PARADIGMS)}")
     with ui.store_from(ctx) as store:
         with ui.progress_bar("reading and scoring tasks") as progress:
             summary = import_wav_run(
