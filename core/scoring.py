@@ -27,6 +27,7 @@ from core.errors import InputError
 from core.har import TRACE_FILES, redact_report
 from core.parallel import map_chunks
 from core.store import Store, insert_rows, utcnow
+from core.submission import run_directory
 
 SOURCE = "webarena-verified"
 ENGINE_LOGGER = "WebArena-Verified"
@@ -505,19 +506,21 @@ def evaluate_run(
     if config is None and run_config:
         stored = orjson.loads(run_config)
         config = stored if isinstance(stored, dict) and stored.get("environments") else None
-    root = Path(source_path)
-    if not root.is_dir():
-        raise InputError(root, "run directory not found; re-import the run from its new location")
+    source = Path(source_path)
+    if not source.exists():
+        raise InputError(source, "run source not found; re-import the run from its new location")
     responses = store.query(
         "SELECT task_id, raw_text FROM agent_responses WHERE run = ? ORDER BY task_id", [run]
     )
-    # Each scoring process reads its tasks' traces itself (a HAR or a Playwright trace, as at import);
-    # a missing or broken one scores as the engine scores it.
-    inputs = [
-        ScoringInput(task_id=task_id, agent_response=text, har_path=_trace_file(root / str(task_id)))
-        for task_id, text in responses
-    ]
-    scores = score_inputs(inputs, config=config, workers=workers, on_progress=on_progress)
+    # A run directory is read in place; a submission .tar.gz is read again the same safe way as at import.
+    with run_directory(source) as (root, _):
+        # Each scoring process reads its tasks' traces itself (a HAR or a Playwright trace, as at import);
+        # a missing or broken one scores as the engine scores it.
+        inputs = [
+            ScoringInput(task_id=task_id, agent_response=text, har_path=_trace_file(root / str(task_id)))
+            for task_id, text in responses
+        ]
+        scores = score_inputs(inputs, config=config, workers=workers, on_progress=on_progress)
     with store.transaction() as cur:
         write_scores(cur, run, scores)
     return scores

@@ -280,6 +280,28 @@ def test_official_submission_package_imports(tasks_store: Store, wav: Path, tmp_
     ][0]
 
 
+def test_run_imported_from_a_submission_can_be_rescored(tasks_store: Store, wav: Path, tmp_path: Path):
+    """`evaluate --run` reads a submission .tar.gz again (safely) instead of asking for a directory."""
+    from webarena_verified.api.internal.submission_handler import SubmissionHandler
+    from webarena_verified.types.config import WebArenaVerifiedConfig
+
+    from core.scoring import evaluate_run
+
+    run = _copy_demo(wav, tmp_path / "run")
+    result = SubmissionHandler([run], WebArenaVerifiedConfig(), set(TASKS)).create_submission(
+        tmp_path, custom_name="sub"
+    )
+    config = wav / "config.demo.json"
+    import_wav_run(tasks_store, Path(result.output_path), "sub", config=config, workers=1)
+    imported = dict(tasks_store.query("SELECT task_id, status FROM evaluations WHERE run = 'sub'"))
+    rescored = {s.task_id: s.status for s in evaluate_run(tasks_store, "sub", workers=1)}
+    official = {
+        int(t): json.loads((wav / "demo-run" / t / "eval_result.json").read_text())["status"]
+        for t in ("107", "108")
+    }
+    assert imported == rescored == official
+
+
 def test_hostile_tarball_members_are_skipped(tasks_store: Store, wav: Path, tmp_path: Path):
     path = tmp_path / "evil.tar.gz"
     response = (wav / "demo-run" / "108" / "agent_response.json").read_bytes()

@@ -9,14 +9,9 @@ entries feed both `network_events` and the engine. The whole run is written in o
 
 from __future__ import annotations
 
-import re
-import shutil
-import tarfile
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -31,15 +26,10 @@ from core.importers.common import Paradigm, Problem, RunMeta, import_run
 from core.parallel import map_chunks
 from core.scoring import ScoringInput, config_key, load_config, score_chunk, write_scores
 from core.store import Store, insert_rows
+from core.submission import AGENT_RESPONSE_FILE, run_directory
 
 SOURCE_FORMAT = "wav-run"
-AGENT_RESPONSE_FILE = "agent_response.json"
 RUN_CONFIG_FILE = "run_config.json"
-SUBMISSION_SUMMARY = "summary.json"
-_SUBMISSION_MEMBER = re.compile(
-    r"^(?:[^/]+/)?(\d+)/(" + "|".join(map(re.escape, (AGENT_RESPONSE_FILE, *TRACE_FILES))) + ")$"
-)
-_MAX_EXTRACTED = 16 << 30  # a submission expanding beyond this is refused (decompression bomb)
 _REDACTED = "[REDACTED]"
 
 ProgressCallback = Callable[[int, int], None]
@@ -74,71 +64,6 @@ _TASKS_PER_CHUNK = 8
 
 
 # -- source handling -------------------------------------------------------------------------------
-@contextmanager
-def _run_directory(path: Path) -> Iterator[tuple[Path, list[Problem]]]:
-    """The run directory to read: PATH itself, or a temp dir holding a submission's safe members."""
-    if path.is_dir():
-        yield path, []
-        return
-    if not path.is_file():
-        raise InputError(path, "no such file or directory")
-    if not tarfile.is_tarfile(path):
-        raise InputError(path, "neither a run directory nor a submission .tar.gz")
-    with tempfile.TemporaryDirectory(prefix="trajreview-wav-") as tmp:
-        problems = _extract_submission(path, Path(tmp))
-        yield Path(tmp), problems
-
-
-def _extract_submission(path: Path, dest: Path) -> list[Problem]:
-    """Copy a submission's task files into `dest` under names we build ourselves.
-
-    Only regular-file members named `[prefix/]<digits>/<known file>` are read; links, devices,
-    absolute or `..` names are skipped and recorded. Nothing is extracted by name from the archive.
-    """
-    problems: list[Problem] = []
-    found_summary = False
-    n_files = 0
-    total = 0
-    try:
-        with tarfile.open(path, "r:*") as archive:
-            for member in archive:
-                name = member.name
-                parts = PurePosixPath(name).parts
-                if name.startswith("/") or ".." in parts:
-                    problems.append(Problem(task_id=None, source_path=f"{path}:{name}", kind="unsafe_member",
-                                            message=f"{name}: unsafe path in archive, skipped"))  # fmt: skip
-                    continue
-                if PurePosixPath(name).name == SUBMISSION_SUMMARY and len(parts) <= 2:
-                    found_summary = True
-                    continue
-                match = _SUBMISSION_MEMBER.match(name.removeprefix("./"))
-                if not match:
-                    continue
-                if not member.isfile():
-                    problems.append(Problem(task_id=int(match.group(1)), source_path=f"{path}:{name}",
-                                            kind="unsafe_member",
-                                            message=f"{name}: not a regular file (link or device), skipped"))  # fmt: skip
-                    continue
-                total += member.size
-                if total > _MAX_EXTRACTED:
-                    raise InputError(path, "submission expands beyond 16 GiB; refusing to read it")
-                source = archive.extractfile(member)
-                if source is None:
-                    continue
-                task_dir = dest / str(int(match.group(1)))
-                task_dir.mkdir(exist_ok=True)
-                with source, (task_dir / match.group(2)).open("wb") as target:
-                    shutil.copyfileobj(source, target, 1 << 20)
-                n_files += 1
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise InputError(path, f"unreadable .tar.gz ({exc})") from None
-    if not found_summary and n_files == 0:
-        raise InputError(
-            path, f"not a webarena-verified submission (no {SUBMISSION_SUMMARY} and no <task_id>/ files)"
-        )
-    return problems
-
-
 def _redact_config(value: Any) -> Any:
     """Environment credentials are secrets: keep the keys (the engine validates them), hide the values."""
     if isinstance(value, dict):
@@ -262,7 +187,7 @@ def import_wav_run(
     ensure_tasks(store)
     known = {task_id for (task_id,) in store.query("SELECT task_id FROM tasks")}
     progress = on_progress or (lambda done, total: None)
-    with _run_directory(path) as (run_dir, problems):
+    with run_directory(path) as (run_dir, problems):
         config_json = _read_config(Path(config) if config is not None else None, run_dir)
         dirs = _task_dirs(run_dir, known, problems)
         if not dirs and not problems:
