@@ -64,6 +64,15 @@ def _load_encoder():
     # The model files ship inside the package; forbid any hub lookup.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # Loading prints tqdm bars into the CLI's output (and logs to stderr); the CLI shows its own progress.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    try:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    except ImportError:  # the model package may not use transformers' loader
+        pass
     module = importlib.import_module(MODEL_PACKAGE)
     model = module.load_model(device="cpu")
 
