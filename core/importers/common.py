@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import duckdb
@@ -10,6 +11,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from core.action_grammar import ParsedAction
+from core.errors import InputError
 from core.store import Store, insert_rows, utcnow
 
 Paradigm = Literal["step_by_step", "tree_search", "full_plan", "human", "unknown"]
@@ -84,6 +86,26 @@ class TrajectoryRecord(BaseModel):
     @property
     def n_steps(self) -> int:
         return sum(1 for s in self.steps if s.executed_action)
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) of each non-blank line; one-line InputError naming file and line."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below; lines are decoded by orjson
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield number, orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InputError(path, f"line {number}: not UTF-8 text") from None
+                raise InputError(path, f"line {number}: not valid JSON ({exc})") from None
 
 
 def replace_run(cur: duckdb.DuckDBPyConnection, meta: RunMeta) -> None:

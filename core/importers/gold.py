@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from core.action_grammar.webarena import gold_value, parse_gold_step
 from core.errors import InputError
+from core.importers.common import iter_jsonl
 from core.store import Store, insert_rows, utcnow
 
 COLUMNS = ("Task No.", "Step No.", "Text")
@@ -119,22 +118,10 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
     yield 0, list(COLUMNS)  # JSONL names the columns in every object
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise InputError(path, f"line {number}: not valid JSON ({exc})") from None
-                if not isinstance(obj, dict) or not set(COLUMNS) <= obj.keys():
-                    raise InputError(
-                        path, f"line {number}: expected an object with keys {', '.join(COLUMNS)}"
-                    )
-                yield number, [obj[c] for c in COLUMNS]
-    except UnicodeDecodeError:
-        raise InputError(path, "not UTF-8 text") from None
+    for number, obj in iter_jsonl(path):
+        if not isinstance(obj, dict) or not set(COLUMNS) <= obj.keys():
+            raise InputError(path, f"line {number}: expected an object with keys {', '.join(COLUMNS)}")
+        yield number, [obj[c] for c in COLUMNS]
 
 
 def read_gold_rows(path: str | Path) -> list[GoldRow]:

@@ -27,6 +27,7 @@ from core.importers.common import (
     StepRecord,
     TrajectoryRecord,
     import_run,
+    iter_jsonl,
     source_verdict_rows,
 )
 from core.store import Store, insert_rows
@@ -86,24 +87,13 @@ def read_jsonl(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, An
     header_validator, task_validator = _validators()
     header: dict[str, Any] | None = None
     tasks: list[tuple[int, dict[str, Any]]] = []
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below; lines are decoded by orjson
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise InputError(path, f"line {number}: not valid JSON ({exc})") from None
-            if header is None:
-                _validate(header_validator, obj, path, number)
-                header = obj
-                continue
-            _validate(task_validator, obj, path, number)
-            tasks.append((number, obj))
+    for number, obj in iter_jsonl(path):
+        if header is None:
+            _validate(header_validator, obj, path, number)
+            header = obj
+            continue
+        _validate(task_validator, obj, path, number)
+        tasks.append((number, obj))
     if header is None:
         raise InputError(path, "empty file (expected a run header line)")
     return header, tasks
