@@ -12,7 +12,7 @@ import numpy as np
 
 from core.errors import InputError
 from core.judge import KINDS, Judge, Pair
-from core.paper_tables import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from core.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 _TRUE = {"1", "true", "yes", "y", "equivalent", "same", "right", "found"}
 _FALSE = {"0", "false", "no", "n", "different", "not_equivalent", "wrong", "not_found"}

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from core.errors import InputError
 from core.har import TRACE_FILES
-from core.importers.common import Problem
+from core.runs import Problem
 
 AGENT_RESPONSE_FILE = "agent_response.json"
 SUBMISSION_SUMMARY = "summary.json"

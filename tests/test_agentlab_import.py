@@ -226,7 +226,7 @@ def test_answer_episode_is_the_latest_complete_attempt(db):
     # Task 118 has a crashed attempt (_webarena.118) and a complete one (_webarena.118_1).
     assert [e for e, _, answer in by_task[118] if answer] == ["_webarena.118_1"]
     # What the CLI reports to the user is the same choice.
-    from core.importers.common import several_attempts
+    from core.queries.runs import several_attempts
 
     reported = {r["task_id"]: (r["attempts"], r["answer"]) for r in several_attempts(db, RUN)}
     expected = {

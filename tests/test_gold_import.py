@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from core.errors import InputError
-from core.gold import current_gold, gold_versions, save_gold_version
+from core.gold_versions import current_gold, gold_versions, save_gold_version
 from core.importers import gold as gold_importer
 from core.importers.gold import import_gold
 from core.store import Store

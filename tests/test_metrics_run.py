@@ -7,11 +7,12 @@ import orjson
 import pytest
 
 from core.action_grammar import ParsedAction
-from core.importers.common import RunMeta, StepRecord, TrajectoryRecord, import_run
+from core.importers.common import import_run
 from core.judge import Pair, Verdict
 from core.judge.cascade import CascadeJudge
 from core.metrics_run import NULL_REASONS, run_metrics
-from core.paper_tables import METRIC_COLUMNS
+from core.queries.paper_tables import METRIC_COLUMNS
+from core.runs import RunMeta, StepRecord, TrajectoryRecord
 from core.store import insert_rows, utcnow
 
 

@@ -8,37 +8,50 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from core import paper_tables as pt
-from core.importers.common import RunMeta, TrajectoryRecord, import_run
+from core import stats
+from core.importers.common import import_run
 from core.judge.cascade import CascadeJudge
 from core.judge_agreement import cohen_kappa, measure, read_labels
+from core.queries import paper_tables as pt
+from core.runs import RunMeta, TrajectoryRecord
 from core.store import insert_rows, utcnow
 
 
 def test_bootstrap_is_deterministic_and_brackets_the_mean():
     values = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0]
-    low, high = pt.bootstrap_ci(values)
-    assert (low, high) == pt.bootstrap_ci(values)
+    low, high = stats.bootstrap_ci(values)
+    assert (low, high) == stats.bootstrap_ci(values)
     assert low < np.mean(values) < high
-    assert pt.bootstrap_ci([]) == (None, None)
-    stats = pt.summarize([1.0, None, 0.0])
-    assert stats["n"] == 2 and stats["mean"] == 0.5 and stats["sd"] == pytest.approx(np.std([1, 0], ddof=1))
+    assert stats.bootstrap_ci([]) == (None, None)
+    summary = stats.summarize([1.0, None, 0.0])
+    assert summary["n"] == 2 and summary["mean"] == 0.5
+    assert summary["sd"] == pytest.approx(np.std([1, 0], ddof=1))
+
+
+def test_wilson_interval_stays_in_range_at_the_edges():
+    assert stats.wilson_ci(0, 0) == (None, None)
+    low, high = stats.wilson_ci(0, 5)
+    assert low == 0.0 and 0.4 < high < 0.5  # 0/5 is not "certainly 0 %"
+    low, high = stats.wilson_ci(5, 5)
+    assert high == 1.0 and 0.5 < low < 0.6
+    low, high = stats.wilson_ci(552, 812)
+    assert low < 552 / 812 < high and high - low < 0.07
 
 
 def test_paired_difference():
-    mean, low, high = pt.paired_bootstrap_diff([0, 0, 1, 1], [1, 1, 1, 1])
+    mean, low, high = stats.paired_bootstrap_diff([0, 0, 1, 1], [1, 1, 1, 1])
     assert mean == 0.5 and low <= 0.5 <= high
 
 
 def test_bootstrap_degenerate_inputs():
     # One value: no interval (a zero-width one would claim certainty); the SD is undefined too.
-    assert pt.bootstrap_ci([0.7]) == (None, None)
-    assert pt.bootstrap_ci([0.7, None, float("nan")]) == (None, None)
-    assert pt.summarize([0.7])["sd"] is None and pt.summarize([0.7])["ci_low"] is None
-    assert pt.paired_bootstrap_diff([0.0], [1.0]) == (1.0, None, None)
-    assert pt.paired_bootstrap_diff([], []) == (None, None, None)
+    assert stats.bootstrap_ci([0.7]) == (None, None)
+    assert stats.bootstrap_ci([0.7, None, float("nan")]) == (None, None)
+    assert stats.summarize([0.7])["sd"] is None and stats.summarize([0.7])["ci_low"] is None
+    assert stats.paired_bootstrap_diff([0.0], [1.0]) == (1.0, None, None)
+    assert stats.paired_bootstrap_diff([], []) == (None, None, None)
     # All one label: a real, zero-width interval.
-    assert pt.bootstrap_ci([1.0, 1.0, 1.0]) == (1.0, 1.0)
+    assert stats.bootstrap_ci([1.0, 1.0, 1.0]) == (1.0, 1.0)
     # Cohen's kappa: empty, one class on both sides (chance agreement total) and n = 1 are undefined.
     from core.judge_agreement import kappa_ci
 
@@ -138,7 +151,7 @@ def test_judge_agreement_bad_label(tmp_path):
 
 
 def test_metrics_overview_leaves_nulls_out(tasks_store):
-    from core.reports import metrics_overview
+    from core.queries.overview import metrics_overview
 
     _two_runs(tasks_store)
     overview = metrics_overview(tasks_store).set_index("run")

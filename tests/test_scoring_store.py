@@ -13,7 +13,8 @@ import pytest
 
 from core.datasets import verified_dataset_path
 from core.errors import InputError
-from core.importers.common import RunMeta, replace_run
+from core.importers.common import replace_run
+from core.runs import RunMeta
 from core.scoring import (
     CANNOT_PASS,
     ScoringInput,

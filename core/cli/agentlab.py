@@ -26,7 +26,7 @@ def import_agentlab_cmd(
     """Import BrowserGym / AgentLab experiment directories (pickles are read without running them)."""
     from core.errors import InputError
     from core.importers.agentlab import import_agentlab
-    from core.importers.common import several_attempts
+    from core.queries.runs import several_attempts
 
     if not run.strip():
         raise InputError("--run", "must not be empty")

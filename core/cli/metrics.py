@@ -115,8 +115,8 @@ def report_cmd(
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
 ) -> None:
     """The paper's tables: success per domain (3), metric means (4), steps (6), answer categories (7)."""
-    from core import paper_tables as pt
     from core.errors import InputError
+    from core.queries import paper_tables as pt
 
     if fmt not in _FORMATS:
         raise InputError("--format", f"must be one of {', '.join(_FORMATS)}")

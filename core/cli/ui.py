@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from core.errors import InputError
-from core.importers.common import Paradigm
+from core.runs import Paradigm
 from core.store import Store, open_store
 
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
@@ -33,7 +33,7 @@ def _check_paradigm(value: str) -> str:
     return value
 
 
-# The --paradigm option of every import command: one list (core.importers.common.Paradigm), one check.
+# The --paradigm option of every import command: one list (core.runs.Paradigm), one check.
 PARADIGM_OPTION = typer.Option(
     "--paradigm", help="Agent paradigm: " + ", ".join(PARADIGMS) + ".", callback=_check_paradigm
 )
@@ -78,7 +78,7 @@ def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
 
 def print_failures(store, run: str, limit: int = 15) -> None:
     """The run's failing tasks, one plain sentence each (agent text is printed as text, never markup)."""
-    from core.reports import failed_tasks
+    from core.queries.overview import failed_tasks
 
     failures = failed_tasks(store, run)
     if not failures:

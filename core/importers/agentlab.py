@@ -29,15 +29,9 @@ from core import safe_pickle
 from core.action_grammar import ParsedAction, is_na_answer
 from core.action_grammar.browsergym import answer_call, parse_action, stated_action
 from core.errors import InputError
-from core.importers.common import (
-    Problem,
-    RunMeta,
-    StepRecord,
-    TrajectoryRecord,
-    import_run,
-    source_verdict_rows,
-)  # fmt: skip
+from core.importers.common import import_run, source_verdict_rows
 from core.parallel import map_chunks
+from core.runs import Problem, RunMeta, StepRecord, TrajectoryRecord
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "agentlab"

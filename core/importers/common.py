@@ -1,111 +1,23 @@
-"""What every run importer shares: run metadata, atomic replacement, problems, trajectory rows."""
+"""The run writer every importer shares: atomic replacement of a run, its problems and trajectory rows.
+
+The records it writes are the run model of `core.runs`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import duckdb
 import orjson
-from pydantic import BaseModel, Field
 
-from core.action_grammar import ParsedAction
-from core.errors import InputError
+from core.runs import Problem, RunMeta, TrajectoryRecord, mark_answers
 from core.store import Store, insert_rows, utcnow
-
-Paradigm = Literal["step_by_step", "tree_search", "full_plan", "human", "unknown"]
-Termination = Literal["answered", "na_answer", "early_stop", "truncated", "error", "interrupted", "none"]
 
 # Tables whose rows belong to one run: replacing a run clears all of them.
 RUN_TABLES = (
     "import_problems", "agent_responses", "network_events", "evaluations", "evaluator_results",
     "trajectories", "steps", "observations", "alignments", "metrics",
 )  # fmt: skip
-
-# Terminations that count as a complete attempt when choosing the run's answer for a task.
-COMPLETE = frozenset({"answered", "na_answer", "early_stop", "truncated"})
-
-
-class RunMeta(BaseModel):
-    name: str = Field(min_length=1)
-    source_format: str
-    source_path: str
-    agent: str | None = None
-    model: str | None = None
-    paradigm: Paradigm = "unknown"
-    config: Any = None
-    n_tasks: int | None = None
-    notes: str | None = None
-
-
-class Problem(BaseModel):
-    """A per-task problem: recorded and listed, never a crash of the whole import."""
-
-    task_id: int | None
-    source_path: str
-    kind: str
-    message: str
-
-
-class StepRecord(BaseModel):
-    idx: int
-    url: str | None = None
-    thought: str | None = None
-    stated_action: str | None = None
-    executed_action: str | None = None
-    action: ParsedAction | None = None
-    readable: str | None = None
-    error: str | None = None
-    started_at: Any = None
-    elapsed_s: float | None = None
-    screenshot_path: str | None = None
-    # Large texts, stored in `observations` and loaded on demand: {"axtree": ..., "html": ...}.
-    observations: dict[str, str] = Field(default_factory=dict)
-
-
-class TrajectoryRecord(BaseModel):
-    task_id: int
-    episode: str = "0"
-    final_answer: str | None = None
-    reward: float | None = None
-    success: bool | None = None
-    termination: Termination = "none"
-    termination_detail: str | None = None
-    plan: list[str] | None = None
-    goal: str | None = None
-    # The task config the source recorded for this attempt (a render file's header), JSON-able.
-    task_config: Any = None
-    source_path: str | None = None
-    started_at: Any = None
-    elapsed_s: float | None = None
-    # Orders attempts of one task: the latest complete one is the run's answer.
-    order_key: Any = None
-    steps: list[StepRecord] = Field(default_factory=list)
-
-    @property
-    def n_steps(self) -> int:
-        return sum(1 for s in self.steps if s.executed_action)
-
-
-def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed object) of each non-blank line; one-line InputError naming file and line."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below; lines are decoded by orjson
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                yield number, orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                try:
-                    raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise InputError(path, f"line {number}: not UTF-8 text") from None
-                raise InputError(path, f"line {number}: not valid JSON ({exc})") from None
 
 
 def replace_run(cur: duckdb.DuckDBPyConnection, meta: RunMeta) -> None:
@@ -129,19 +41,6 @@ def write_problems(cur: duckdb.DuckDBPyConnection, run: str, problems: Iterable[
     return insert_rows(
         cur, "import_problems", [{"run": run, "recorded_at": now, **p.model_dump()} for p in problems]
     )
-
-
-def mark_answers(trajectories: Sequence[TrajectoryRecord]) -> set[tuple[int, str]]:
-    """(task_id, episode) of each task's answer: the latest complete attempt, else the latest attempt."""
-    by_task: dict[int, list[TrajectoryRecord]] = {}
-    for t in trajectories:
-        by_task.setdefault(t.task_id, []).append(t)
-    chosen = set()
-    for task_id, attempts in by_task.items():
-        ordered = sorted(attempts, key=lambda t: (t.order_key is not None, t.order_key, t.episode))
-        complete = [t for t in ordered if t.termination in COMPLETE]
-        chosen.add((task_id, (complete or ordered)[-1].episode))
-    return chosen
 
 
 def write_trajectories(
@@ -221,19 +120,3 @@ def import_run(
         write_problems(cur, meta.name, problems)
         for write in extra_writes:
             write(cur)
-
-
-def problems_of(store: Store, run: str) -> list[dict[str, Any]]:
-    return store.query_dicts(
-        "SELECT task_id, source_path, kind, message FROM import_problems WHERE run = ? ORDER BY task_id NULLS FIRST",
-        [run],
-    )
-
-
-def several_attempts(store: Store, run: str) -> list[dict[str, Any]]:
-    """Tasks of `run` with more than one episode, and which episode is the run's answer for each."""
-    return store.query_dicts(
-        "SELECT task_id, count(*) AS attempts, any_value(episode) FILTER (WHERE is_answer) AS answer"
-        " FROM trajectories WHERE run = ? GROUP BY task_id HAVING count(*) > 1 ORDER BY task_id",
-        [run],
-    )

@@ -7,7 +7,7 @@ gets one alternative per block, in file order (step numbers restart inside a tas
 boundary, not the number, separates alternatives); whitespace is normalised (non-breaking spaces,
 doubled and trailing spaces), the text is otherwise kept verbatim.
 
-Import writes version 1 of every task's gold; edits add versions (core/gold.py), never overwrite.
+Import writes version 1 of every task's gold; edits add versions (core/gold_versions.py), never overwrite.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from typing import Any
 
 from core.action_grammar.webarena import gold_value, parse_gold_step
 from core.errors import InputError
-from core.importers.common import iter_jsonl
+from core.jsonlines import iter_jsonl
 from core.store import Store, insert_rows, utcnow
+from core.text import normalise_text
 
 COLUMNS = ("Task No.", "Step No.", "Text")
 MAX_BYTES = 256 * 1024 * 1024  # a gold file, or an xlsx unpacked (the paper's: 0.7 MB unpacked)
@@ -47,11 +48,6 @@ class GoldImportSummary:
     n_tasks_with_alternatives: int
     n_skipped_empty: int
     unchanged_edits: int = 0
-
-
-def normalise_text(text: str) -> str:
-    """Non-breaking and repeated spaces to one space, trimmed; nothing else changes."""
-    return " ".join(text.replace("\xa0", " ").split())
 
 
 def _task_number(value: Any, path: Path, row: int) -> int | None:

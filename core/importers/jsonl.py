@@ -21,15 +21,9 @@ from core.action_grammar.browsergym import parse_action as parse_browsergym_acti
 from core.action_grammar.webarena import describe, element_from_axtree, parse_webarena_action
 from core.datasets import ensure_tasks
 from core.errors import InputError
-from core.importers.common import (
-    Problem,
-    RunMeta,
-    StepRecord,
-    TrajectoryRecord,
-    import_run,
-    iter_jsonl,
-    source_verdict_rows,
-)
+from core.importers.common import import_run, source_verdict_rows
+from core.jsonlines import iter_jsonl
+from core.runs import Problem, RunMeta, StepRecord, TrajectoryRecord
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "jsonl"

@@ -22,8 +22,9 @@ from core.agent_response import AgentResponseCheck, agent_response_row, check_ag
 from core.datasets import ensure_tasks
 from core.errors import InputError
 from core.har import NETWORK_EVENTS_SCHEMA, TRACE_FILES, TraceTooLarge, parse_trace
-from core.importers.common import Paradigm, Problem, RunMeta, import_run
+from core.importers.common import import_run
 from core.parallel import map_chunks
+from core.runs import Paradigm, Problem, RunMeta
 from core.scoring import ScoringInput, config_key, load_config, score_chunk, write_scores
 from core.store import Store, insert_rows
 from core.submission import AGENT_RESPONSE_FILE, run_directory

@@ -41,7 +41,8 @@ from core.action_grammar.webarena import (
 )
 from core.datasets import ensure_tasks
 from core.errors import InputError
-from core.importers.common import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord, import_run
+from core.importers.common import import_run
+from core.runs import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
 from core.store import Store, insert_rows, utcnow
 
 SOURCE_FORMAT = "webarena-render"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import reports
+from core.queries import overview as reports
 from dashboard.charts import tasks_per_site
 from dashboard.db import db_path, read
 

@@ -7,8 +7,8 @@ from datetime import datetime
 
 from core.action_grammar.webarena import gold_value, parse_gold_step
 from core.errors import InputError
-from core.importers.gold import normalise_text
 from core.store import Store, insert_rows, utcnow
+from core.text import normalise_text
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Read-only summaries over the store, shared by the CLI and the dashboard."""
+"""Read models of what the database holds: tasks per site, runs, computed metrics, failures."""
 
 from __future__ import annotations
 

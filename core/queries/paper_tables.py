@@ -14,10 +14,9 @@ import numpy as np
 import pandas as pd
 
 from core.metrics import ANSWER_CATEGORIES, task_success
+from core.stats import bootstrap_ci, paired_bootstrap_diff, summarize
 from core.store import Store
 
-BOOTSTRAP_RESAMPLES = 10_000
-BOOTSTRAP_SEED = 20260101
 METRIC_COLUMNS = (
     "ssr",
     "ssr_unordered",
@@ -28,51 +27,6 @@ METRIC_COLUMNS = (
     "psr",
     "ear",
 )
-
-
-def bootstrap_ci(
-    values: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
-) -> tuple[float | None, float | None]:
-    """Percentile 95 % CI of the mean (fixed seed: the same data always gives the same interval).
-
-    Undefined (None, None) below two values: resampling one value gives a zero-width interval that
-    would claim certainty, as the SD (ddof=1) is undefined there too.
-    """
-    data = np.asarray([v for v in values if v is not None], dtype=float)
-    data = data[~np.isnan(data)]
-    if data.size < 2:
-        return None, None
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high)
-
-
-def paired_bootstrap_diff(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = BOOTSTRAP_SEED,
-) -> tuple[float | None, float | None, float | None]:
-    """Mean of b - a over paired tasks, with its percentile 95 % CI (tasks resampled together)."""
-    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    if diffs.size == 0:
-        return None, None, None
-    low, high = bootstrap_ci(diffs.tolist(), resamples=resamples, seed=seed)
-    return float(diffs.mean()), low, high
-
-
-def summarize(values: Sequence[float | None]) -> dict[str, float | int | None]:
-    data = [float(v) for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
-    low, high = bootstrap_ci(data)
-    return {
-        "n": len(data),
-        "mean": float(np.mean(data)) if data else None,
-        "sd": float(np.std(data, ddof=1)) if len(data) >= 2 else None,
-        "ci_low": low,
-        "ci_high": high,
-    }
 
 
 # -- Table 3 -------------------------------------------------------------------------------------

@@ -1,0 +1,100 @@
+"""The run model: typed records every importer builds and the writer stores.
+
+One record per concept, each field documented, so importers, the writer (`core.importers.common`), the
+submission reader and the CLI share one vocabulary without reaching into each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from core.action_grammar import ParsedAction
+
+Paradigm = Literal["step_by_step", "tree_search", "full_plan", "human", "unknown"]
+Termination = Literal["answered", "na_answer", "early_stop", "truncated", "error", "interrupted", "none"]
+
+# Terminations that count as a complete attempt when choosing the run's answer for a task.
+COMPLETE = frozenset({"answered", "na_answer", "early_stop", "truncated"})
+
+
+class RunMeta(BaseModel):
+    """One imported run (table `runs`)."""
+
+    name: str = Field(min_length=1, description="the run's name, unique in the database")
+    source_format: str = Field(description="importer that read it: wav-run, agentlab, webarena-render, ...")
+    source_path: str = Field(description="the file or directory it was read from")
+    agent: str | None = None
+    model: str | None = None
+    paradigm: Paradigm = "unknown"
+    config: Any = Field(default=None, description="run or environment config, JSON-able")
+    n_tasks: int | None = None
+    notes: str | None = None
+
+
+class Problem(BaseModel):
+    """A per-task problem: recorded and listed, never a crash of the whole import."""
+
+    task_id: int | None = Field(description="the task it concerns; None when not tied to one task")
+    source_path: str = Field(description="the file (or archive member) that caused it")
+    kind: str = Field(description="short machine-readable code, e.g. missing_file")
+    message: str = Field(description="one plain sentence for the reviewer")
+
+
+class StepRecord(BaseModel):
+    """One agent step (table `steps`)."""
+
+    idx: int
+    url: str | None = Field(default=None, description="page the step was taken on")
+    thought: str | None = None
+    stated_action: str | None = Field(default=None, description="the action the reasoning states")
+    executed_action: str | None = Field(default=None, description="the action sent to the browser")
+    action: ParsedAction | None = None
+    readable: str | None = Field(default=None, description="one readable sentence of what was done")
+    error: str | None = None
+    started_at: Any = None
+    elapsed_s: float | None = None
+    screenshot_path: str | None = None
+    # Large texts, stored in `observations` and loaded on demand: {"axtree": ..., "html": ...}.
+    observations: dict[str, str] = Field(default_factory=dict)
+
+
+class TrajectoryRecord(BaseModel):
+    """One attempt at a task (table `trajectories`) with its steps."""
+
+    task_id: int
+    episode: str = "0"
+    final_answer: str | None = None
+    reward: float | None = None
+    success: bool | None = None
+    termination: Termination = "none"
+    termination_detail: str | None = None
+    plan: list[str] | None = None
+    goal: str | None = None
+    # The task config the source recorded for this attempt (a render file's header), JSON-able.
+    task_config: Any = None
+    source_path: str | None = None
+    started_at: Any = None
+    elapsed_s: float | None = None
+    # Orders attempts of one task: the latest complete one is the run's answer.
+    order_key: Any = None
+    steps: list[StepRecord] = Field(default_factory=list)
+
+    @property
+    def n_steps(self) -> int:
+        return sum(1 for s in self.steps if s.executed_action)
+
+
+def mark_answers(trajectories: Sequence[TrajectoryRecord]) -> set[tuple[int, str]]:
+    """(task_id, episode) of each task's answer: the latest complete attempt, else the latest attempt."""
+    by_task: dict[int, list[TrajectoryRecord]] = {}
+    for t in trajectories:
+        by_task.setdefault(t.task_id, []).append(t)
+    chosen = set()
+    for task_id, attempts in by_task.items():
+        ordered = sorted(attempts, key=lambda t: (t.order_key is not None, t.order_key, t.episode))
+        complete = [t for t in ordered if t.termination in COMPLETE]
+        chosen.add((task_id, (complete or ordered)[-1].episode))
+    return chosen

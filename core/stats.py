@@ -1,0 +1,76 @@
+"""Statistics shown beside every figure: confidence intervals for rates and means, paired differences.
+
+Pure functions over plain sequences; the read models call them. Seeds are fixed so the same data always
+gives the same interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 20260101
+Z_95 = 1.959963984540054
+
+
+def wilson_ci(successes: int, n: int, z: float = Z_95) -> tuple[float | None, float | None]:
+    """Wilson score 95 % interval of a proportion; (None, None) when there are no trials.
+
+    Chosen over the normal approximation because it stays inside [0, 1] and behaves at 0/n and n/n,
+    which per-site buckets of a handful of tasks hit often.
+    """
+    if n <= 0:
+        return None, None
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> tuple[float | None, float | None]:
+    """Percentile 95 % CI of the mean (fixed seed: the same data always gives the same interval).
+
+    Undefined (None, None) below two values: resampling one value gives a zero-width interval that
+    would claim certainty, as the SD (ddof=1) is undefined there too.
+    """
+    data = np.asarray([v for v in values if v is not None], dtype=float)
+    data = data[~np.isnan(data)]
+    if data.size < 2:
+        return None, None
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def paired_bootstrap_diff(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float | None, float | None, float | None]:
+    """Mean of b - a over paired tasks, with its percentile 95 % CI (tasks resampled together)."""
+    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if diffs.size == 0:
+        return None, None, None
+    low, high = bootstrap_ci(diffs.tolist(), resamples=resamples, seed=seed)
+    return float(diffs.mean()), low, high
+
+
+def summarize(values: Sequence[float | None]) -> dict[str, float | int | None]:
+    data = [float(v) for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
+    low, high = bootstrap_ci(data)
+    return {
+        "n": len(data),
+        "mean": float(np.mean(data)) if data else None,
+        "sd": float(np.std(data, ddof=1)) if len(data) >= 2 else None,
+        "ci_low": low,
+        "ci_high": high,
+    }
