@@ -97,6 +97,10 @@ class Recovery:
     missed_gold: int | None = None
     costs: tuple[int, ...] = ()
     unresolved: bool = False
+    # Where the walk happened, for reviewers: agent index of each incident's first off-gold step, and
+    # (agent index, gold index) of each recovery.
+    deviated_at: tuple[int, ...] = ()
+    recovered_at: tuple[tuple[int, int], ...] = ()
 
     @property
     def mean_recovery_cost(self) -> float | None:
@@ -119,6 +123,8 @@ def recovery_rate(
     start = -1
     deviations = recoveries = missed = 0
     costs: list[int] = []
+    deviated_at: list[int] = []
+    recovered_at: list[tuple[int, int]] = []
     try:
         for a in range(n_agent):
             if g >= n_gold:
@@ -129,6 +135,7 @@ def recovery_rate(
             if not deviating:
                 deviating, start = True, a
                 deviations += 1
+                deviated_at.append(a)
             # While deviating (and for the incident's first step), look ahead on the gold side.
             for k in range(g, min(g + lookahead, n_gold)):
                 if ask(k, a):
@@ -136,6 +143,7 @@ def recovery_rate(
                     g = k + 1
                     recoveries += 1
                     costs.append(a - start + 1)
+                    recovered_at.append((a, k))
                     deviating = False
                     break
     except _Unresolved:
@@ -148,7 +156,10 @@ def recovery_rate(
     if deviations == 0:
         value = 1.0 if paper_code else None
         return Recovery(value, 0, 0, missed, ())
-    return Recovery(recoveries / deviations, deviations, recoveries, missed, tuple(costs))
+    return Recovery(
+        recoveries / deviations, deviations, recoveries, missed, tuple(costs),
+        deviated_at=tuple(deviated_at), recovered_at=tuple(recovered_at),
+    )  # fmt: skip
 
 
 # -- Repetitiveness Rate -------------------------------------------------------------------------

@@ -98,8 +98,18 @@ def _step_text(row: dict[str, Any]) -> str:
     return row["executed_action"] or ""
 
 
-def load_task_inputs(store: Store, run: str, gold_set: str | None) -> list[TaskInput]:
-    """The run's answer trajectory of every task, with its gold (current version) and requirements."""
+def load_task_inputs(
+    store: Store, run: str, gold_set: str | None, task_ids: Sequence[int] | None = None
+) -> list[TaskInput]:
+    """The run's answer trajectory of every task (or of `task_ids`), with its gold (current version)
+    and requirements."""
+    params: dict[str, Any] = {"run": run}
+    if task_ids is not None:
+        params["tasks"] = [int(t) for t in task_ids]
+
+    def only(alias: str) -> str:
+        return "" if task_ids is None else f" AND list_contains($tasks, {alias}.task_id)"
+
     fmt = store.query("SELECT source_format FROM runs WHERE name = ?", [run])
     stated_is_executed = bool(fmt) and fmt[0][0] in STATED_IS_EXECUTED
     trajectories = store.query_dicts(
@@ -108,15 +118,19 @@ def load_task_inputs(store: Store, run: str, gold_set: str | None) -> list[TaskI
            FROM trajectories t
            LEFT JOIN evaluations e ON e.run = t.run AND e.task_id = t.task_id
            LEFT JOIN tasks k ON k.task_id = t.task_id
-           WHERE t.run = ? AND t.is_answer ORDER BY t.task_id""",
-        [run],
+           WHERE t.run = $run AND t.is_answer"""
+        + only("t")
+        + " ORDER BY t.task_id",
+        params,
     )
     steps: dict[int, list[AgentStep]] = {}
     for row in store.query_dicts(
         """SELECT s.* FROM steps s JOIN trajectories t
              ON t.run = s.run AND t.task_id = s.task_id AND t.episode = s.episode AND t.is_answer
-           WHERE s.run = ? AND s.executed_action IS NOT NULL ORDER BY s.task_id, s.idx""",
-        [run],
+           WHERE s.run = $run AND s.executed_action IS NOT NULL"""
+        + only("s")
+        + " ORDER BY s.task_id, s.idx",
+        params,
     ):
         text = _step_text(row)
         bid = f" [bid {row['element_id']}]" if row["element_id"] else ""
@@ -128,10 +142,11 @@ def load_task_inputs(store: Store, run: str, gold_set: str | None) -> list[TaskI
     if gold_set:
         for task_id, version, alternative, texts in store.query(
             """SELECT task_id, version, alternative, list(text ORDER BY idx) FROM gold_steps g
-               WHERE gold_set = ? AND version = (SELECT max(version) FROM gold_steps h
-                                                 WHERE h.gold_set = g.gold_set AND h.task_id = g.task_id)
-               GROUP BY task_id, version, alternative ORDER BY task_id, alternative""",
-            [gold_set],
+               WHERE gold_set = $gold AND version = (SELECT max(version) FROM gold_steps h
+                                                 WHERE h.gold_set = g.gold_set AND h.task_id = g.task_id)"""
+            + only("g")
+            + " GROUP BY task_id, version, alternative ORDER BY task_id, alternative",
+            {"gold": gold_set, **({"tasks": params["tasks"]} if task_ids is not None else {})},
         ):
             gold.setdefault(task_id, (version, {}))[1][alternative] = list(texts)
     if store.query("SELECT count(*) FROM tasks")[0][0]:
@@ -330,10 +345,10 @@ def compute_run(
 
 def run_metrics(
     store: Store, run: str, gold_set: str, judge: Judge, *, preset: str = "default",
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None, task_ids: Sequence[int] | None = None,
 ) -> RunSummary:  # fmt: skip
     """Compute and store the metrics of `run` against `gold_set`; replaces earlier rows of the same
-    (run, gold set, judge config, preset)."""
+    (run, gold set, judge config, preset) — of every task, or only of `task_ids` (one task's button)."""
     if preset not in m.PRESETS:
         raise ValueError(f"unknown preset {preset!r}; use one of {', '.join(m.PRESETS)}")
     if not store.query("SELECT 1 FROM runs WHERE name = ?", [run]):
@@ -344,7 +359,7 @@ def run_metrics(
         from core.errors import TrajreviewError
 
         raise TrajreviewError(f"no gold set named {gold_set!r}; import it with `trajreview import gold`")
-    tasks = load_task_inputs(store, run, gold_set)
+    tasks = load_task_inputs(store, run, gold_set, task_ids)
     results = compute_run(tasks, judge, m.PRESETS[preset], on_progress)
     now = utcnow()
     summary = RunSummary(tasks=len(tasks), tasks_with_gold=sum(1 for t in tasks if t.gold))
@@ -372,13 +387,15 @@ def run_metrics(
         for metric, reason in reasons.items():
             summary.null_reasons[(metric, reason)] += 1
     with store.transaction() as cur:
+        only = "" if task_ids is None else " AND list_contains(?, task_id)"
+        extra = [] if task_ids is None else [[int(t) for t in task_ids]]
         cur.execute(
-            "DELETE FROM metrics WHERE run = ? AND gold_set = ? AND judge_config = ? AND preset = ?",
-            [run, gold_set, judge.name, preset],
+            "DELETE FROM metrics WHERE run = ? AND gold_set = ? AND judge_config = ? AND preset = ?" + only,
+            [run, gold_set, judge.name, preset, *extra],
         )
         cur.execute(
-            "DELETE FROM alignments WHERE run = ? AND gold_set = ? AND judge_config = ?",
-            [run, gold_set, judge.name],
+            "DELETE FROM alignments WHERE run = ? AND gold_set = ? AND judge_config = ?" + only,
+            [run, gold_set, judge.name, *extra],
         )
         insert_rows(cur, "metrics", metric_rows)
         insert_rows(cur, "alignments", alignment_rows)
@@ -388,3 +405,13 @@ def run_metrics(
     summary.stages = stats
     summary.pairs = sum(stats.values())
     return summary
+
+
+def run_task_metrics(
+    store: Store, run: str, task_id: int, gold_set: str, preset: str = "default"
+) -> RunSummary:
+    """Compute and store one task's metrics with the offline judge, as `trajreview metrics` would (the task
+    page's button)."""
+    from core.judge.cascade import make_judge
+
+    return run_metrics(store, run, gold_set, make_judge("offline", store), preset=preset, task_ids=[task_id])

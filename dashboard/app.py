@@ -1,4 +1,7 @@
-"""trajreview dashboard entry point: `streamlit run dashboard/app.py` (or `trajreview serve`)."""
+"""trajreview dashboard entry point: `streamlit run dashboard/app.py` (or `trajreview serve`).
+
+Navigation only: each page is one file in dashboard/views/, reachable at its own URL path.
+"""
 
 from __future__ import annotations
 
@@ -13,15 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 st.set_page_config(page_title="trajreview", page_icon=":material/fact_check:", layout="wide")
 
 VIEWS = Path(__file__).parent / "views"
-navigation = st.navigation(
-    [
-        st.Page(
-            VIEWS / "overview.py",
-            title="Overview",
-            icon=":material/dashboard:",
-            url_path="overview",
-            default=True,
-        )
-    ]
-)
-navigation.run()
+pages = {
+    "Review": [
+        st.Page(VIEWS / "runs.py", title="Runs", icon=":material/table_rows:", url_path="runs", default=True),
+        st.Page(VIEWS / "triage.py", title="Triage", icon=":material/checklist:", url_path="triage"),
+        st.Page(VIEWS / "task.py", title="Task review", icon=":material/search:", url_path="task"),
+    ],
+}
+st.navigation(pages, position="sidebar").run()

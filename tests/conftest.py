@@ -46,3 +46,14 @@ def tasks_store(tasks_db: Path, tmp_path: Path):
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo database (every real source the demo imports, metrics included), built once per session;
+    copy it before writing."""
+    from core.demo import build_demo
+
+    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    build_demo(path)
+    return path

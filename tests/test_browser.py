@@ -71,7 +71,7 @@ def _wait_rendered(page) -> None:
     )
 
 
-def test_overview_in_chromium_while_cli_writes(served, tmp_path):
+def test_runs_page_in_chromium_while_cli_writes(served, tmp_path):
     from playwright.sync_api import sync_playwright
 
     url, db = served
@@ -81,8 +81,8 @@ def test_overview_in_chromium_while_cli_writes(served, tmp_path):
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             _wait_rendered(page)
-            assert page.locator("h1").first.inner_text().strip() == "Overview"
-            page.get_by_text("812").first.wait_for(timeout=30_000)
+            assert page.locator("h1").first.inner_text().strip() == "Runs"
+            page.get_by_text("No runs imported yet").first.wait_for(timeout=30_000)
             assert page.get_by_text("Page not found").count() == 0
             page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
 
@@ -96,7 +96,7 @@ def test_overview_in_chromium_while_cli_writes(served, tmp_path):
 
             page.reload()
             _wait_rendered(page)
-            page.get_by_text("812").first.wait_for(timeout=30_000)
+            page.get_by_text("No runs imported yet").first.wait_for(timeout=30_000)
             assert page.locator("[data-testid='stException']").count() == 0
         finally:
             browser.close()

@@ -1,0 +1,192 @@
+"""Task review: one task of one run — header, attempts, steps, observations, screenshots, evaluators.
+
+Everything here reads one task only; large texts (AXTree, HTML, chat) and screenshots are separate calls
+so a page loads them only when the reviewer opens them.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from core.queries.runs import verdicts_sql
+from core.store import Store
+
+SCREENSHOT_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif"})
+SCREENSHOT_MAX_BYTES = 20 << 20  # a real step screenshot is well under 1 MB
+OBSERVATION_KINDS = ("axtree", "html", "chat")
+
+
+def _json(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return None
+    if isinstance(value, str):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def _expected_answer(evals: list[dict] | None) -> dict | None:
+    """The AgentResponseEvaluator's expected response of a WebArena-Verified task."""
+    for cfg in evals or []:
+        if cfg.get("evaluator") == "AgentResponseEvaluator":
+            return cfg.get("expected")
+    return None
+
+
+def task_header(store: Store, run: str, task_id: int) -> dict[str, Any] | None:
+    """Everything the top of the task page shows; None when the run has no such task."""
+    found = store.query_dicts(
+        f"""
+        WITH v AS ({verdicts_sql()})
+        SELECT v.task_id, v.verdict, v.verdict_source, k.intent, k.sites, k.site_key, k.start_urls,
+               k.task_type, k.expected_status, k.eval AS verified_eval, k.in_hard_subset,
+               o.reference_answers, o.reference_url, o.eval_types AS original_eval_types,
+               o.string_note, o.start_url AS original_start_url,
+               e.status, e.score, e.explanation, e.error, e.cannot_pass, e.engine_version, e.evaluated_at,
+               e.eval_result IS NOT NULL AS has_eval_result,
+               t.episode, t.final_answer, t.termination, t.termination_detail, t.n_steps, t.goal,
+               r.raw_text AS response_raw, r.parsed AS response_parsed, r.parse_error AS response_parse_error,
+               r.lint AS response_lint
+        FROM v
+        LEFT JOIN tasks k ON k.task_id = v.task_id
+        LEFT JOIN original_tasks o ON o.task_id = v.task_id
+        LEFT JOIN evaluations e ON e.run = $run AND e.task_id = v.task_id
+        LEFT JOIN trajectories t ON t.run = $run AND t.task_id = v.task_id AND t.is_answer
+        LEFT JOIN agent_responses r ON r.run = $run AND r.task_id = v.task_id
+        WHERE v.task_id = $task
+        """,
+        {"run": run, "task": task_id},
+    )
+    if not found:
+        return None
+    h = found[0]
+    h["verified_eval"] = _json(h["verified_eval"])
+    h["expected_answer"] = _expected_answer(h["verified_eval"])
+    h["reference_answers"] = _json(h["reference_answers"])
+    h["response_parsed"] = _json(h["response_parsed"])
+    h["response_lint"] = _json(h["response_lint"]) or []
+    h["explanations"] = [
+        r["explanation"]
+        for r in evaluator_rows(store, run, task_id)
+        if r["explanation"] and r["status"] != "success"
+    ] or ([h["explanation"]] if h["explanation"] else [])
+    h["problems"] = store.query_dicts(
+        "SELECT kind, message, source_path FROM import_problems WHERE run = ? AND task_id = ? ORDER BY kind",
+        [run, task_id],
+    )
+    return h
+
+
+def cannot_pass_evidence(task_id: int) -> str | None:
+    """Why a task cannot pass under the pinned engine (docs/cannot-pass.md), in one line."""
+    from core.scoring import CANNOT_PASS
+
+    if task_id not in CANNOT_PASS:
+        return None
+    return (
+        "The official engine rejects this task's own expected answer, so no agent can pass it "
+        "under webarena-verified 1.2.3 (see docs/cannot-pass.md)."
+    )
+
+
+def episodes(store: Store, run: str, task_id: int) -> list[dict[str, Any]]:
+    """Every attempt of the task in the run, the run's answer first."""
+    return store.query_dicts(
+        "SELECT episode, is_answer, n_steps, termination, termination_detail, final_answer, started_at"
+        " FROM trajectories WHERE run = ? AND task_id = ? ORDER BY is_answer DESC, started_at, episode",
+        [run, task_id],
+    )
+
+
+def steps(store: Store, run: str, task_id: int, episode: str) -> pd.DataFrame:
+    """The attempt's steps without their large observations (flags say which ones exist)."""
+    return store.query_df(
+        """
+        SELECT s.idx, s.url, s.thought, s.stated_action, s.executed_action, s.readable, s.error,
+               s.verb, s.element_id, s.element_label, s.value, s.started_at, s.elapsed_s,
+               s.screenshot_path,
+               coalesce(list(o.kind ORDER BY o.kind) FILTER (WHERE o.kind IS NOT NULL), []) AS observations
+        FROM steps s
+        LEFT JOIN observations o
+          ON o.run = s.run AND o.task_id = s.task_id AND o.episode = s.episode AND o.idx = s.idx
+        WHERE s.run = ? AND s.task_id = ? AND s.episode = ?
+        GROUP BY ALL ORDER BY s.idx
+        """,
+        [run, task_id, episode],
+    )
+
+
+def observation(store: Store, run: str, task_id: int, episode: str, idx: int, kind: str) -> str | None:
+    """One large text of one step (AXTree, HTML or the LLM chat), loaded only when opened."""
+    rows = store.query(
+        "SELECT content FROM observations WHERE run = ? AND task_id = ? AND episode = ? AND idx = ? AND kind = ?",
+        [run, task_id, episode, idx, kind],
+    )
+    return rows[0][0] if rows else None
+
+
+def screenshot_bytes(path: str | None) -> bytes | None:
+    """The image bytes of a stored screenshot path; None unless it is a regular image file of sane size.
+
+    Paths come from our own importers, but the file may have moved or been replaced since: never follow
+    it to something that is not a plain image (a FIFO would block the page, a huge file would stall it).
+    """
+    if not path:
+        return None
+    p = Path(path)
+    if p.suffix.lower() not in SCREENSHOT_SUFFIXES:
+        return None
+    try:
+        info = p.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > SCREENSHOT_MAX_BYTES:
+        return None
+    try:
+        return p.read_bytes()
+    except OSError:
+        return None
+
+
+def evaluator_rows(store: Store, run: str, task_id: int) -> list[dict[str, Any]]:
+    """Per evaluator: status, sentence, expected vs actual (raw and normalised), assertions, events."""
+    rows = store.query_dicts(
+        "SELECT * FROM evaluator_results WHERE run = ? AND task_id = ? ORDER BY idx", [run, task_id]
+    )
+    for r in rows:
+        for key in ("assertions", "expected", "actual", "expected_normalized", "actual_normalized"):
+            if key in r:
+                r[key] = _json(r[key])
+    return rows
+
+
+def eval_result_json(store: Store, run: str, task_id: int) -> bytes | None:
+    """The official per-task `eval_result.json` as the engine wrote it (pretty-printed)."""
+    rows = store.query("SELECT eval_result FROM evaluations WHERE run = ? AND task_id = ?", [run, task_id])
+    if not rows or rows[0][0] is None:
+        return None
+    return orjson.dumps(orjson.loads(rows[0][0]), option=orjson.OPT_INDENT_2)
+
+
+def other_runs(store: Store, task_id: int) -> pd.DataFrame:
+    """The same task in every run that has it, with each run's verdict."""
+    return store.query_df(
+        f"SELECT run, verdict, verdict_source FROM ({verdicts_sql(one_run=False)}) WHERE task_id = ? ORDER BY run",
+        [task_id],
+    )
+
+
+def gold_sets_with_task(store: Store, task_id: int) -> list[str]:
+    return [
+        g
+        for (g,) in store.query(
+            "SELECT DISTINCT gold_set FROM gold_steps WHERE task_id = ? ORDER BY 1", [task_id]
+        )
+    ]

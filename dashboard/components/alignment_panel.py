@@ -1,0 +1,111 @@
+"""The Alignment tab: human gold | stated actions | executed actions, joined by the stored alignment,
+with the judge's verdict per pair and the task's metrics with the reason for every undefined one."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.metrics_run import run_task_metrics
+from core.queries import alignment as q
+from core.queries.task import gold_sets_with_task
+from dashboard.components.formatting import pct
+from dashboard.db import read, read_only, write
+from dashboard.text import escape_md
+
+METRIC_LABELS = {"ssr": "SSR", "rr": "RR", "repr": "RepR", "psr": "PSR", "ear": "EAR"}
+
+
+def _metrics_summary(view: q.AlignmentView) -> None:
+    row = view.metrics
+    cols = st.columns(len(METRIC_LABELS))
+    for col, (name, label) in zip(cols, METRIC_LABELS.items(), strict=True):
+        value = row.get(name) if row else None
+        undefined = value is None or pd.isna(value)
+        col.metric(label, "NULL" if undefined else pct(value, 0))
+        if undefined and row:
+            reason = view.null_reasons.get(name)
+            col.caption(q.null_reason_text(reason) if reason else "not computed")
+    if row:
+        extra = [f"{row['deviations']} deviations, {row['recoveries']} recovered" if row["deviations"] is not None else None,
+                 f"{row['n_gold']} gold / {row['n_agent']} agent steps" if row["n_gold"] is not None else None,
+                 "approximate (judge settled ambiguous pairs without an LLM)" if row["approximate"] else None,
+                 f"{row['unresolved_pairs']} pairs the judge could not answer" if row["unresolved_pairs"] else None]  # fmt: skip
+        st.caption(" · ".join(e for e in extra if e))
+
+
+def render(run: str, task_id: int, has_attempt: bool) -> None:
+    gold_sets = read(gold_sets_with_task, task_id)
+    if gold_sets is None:
+        return
+    if not gold_sets:
+        st.info("No human gold for this task in any gold set: nothing to align. (Gold can be imported with "
+                "`trajreview import gold`.)")  # fmt: skip
+        return
+    if not has_attempt:
+        st.info("This run recorded no steps for this task: nothing to align with the gold.")
+        return
+    stored = read(q.metric_rows, run, task_id) or []
+    configs = list(dict.fromkeys((r["gold_set"], r["judge_config"], r["preset"]) for r in stored))
+    choices = configs + [
+        (g, "offline", "default") for g in gold_sets if (g, "offline", "default") not in configs
+    ]
+    cols = st.columns([3, 2])
+    config = cols[0].selectbox(
+        "Gold set / judge / preset", choices, format_func=lambda c: " / ".join(c), key="align"
+    )
+    gold_set, judge_config, preset = config
+    view = read(q.alignment_view, run, task_id, gold_set, judge_config, preset, st.session_state.get("alt"))
+    if view is None:
+        st.info("Nothing to align: no gold or no attempt for this task.")
+        return
+    if len(view.alternatives) > 1:
+        cols[1].selectbox(
+            "Gold alternative", view.alternatives, index=view.alternatives.index(view.alternative), key="alt",
+            format_func=lambda a: f"alternative {a + 1}" + (" (chosen by the metrics)" if view.metrics and view.metrics["alternative"] == a else ""),
+        )  # fmt: skip
+
+    if view.metrics is None:
+        st.warning("No stored metrics for this task with this gold set and judge.")
+        if not read_only() and st.button(
+            "Compute metrics for this task (offline judge)", key="compute-metrics"
+        ):
+            done = write(run_task_metrics, run, task_id, gold_set)
+            if done is not None:
+                st.rerun()
+    _metrics_summary(view)
+
+    def cell(value, limit: int | None = 400) -> str:
+        return "" if value is None else escape_md(value, limit=limit)
+
+    def judged(r: q.AlignmentRow) -> str:
+        if r.verdict is None:
+            return ""
+        score = f" {r.score:.2f}" if r.score is not None else ""
+        return f"{r.verdict} · {r.stage}{score}"
+
+    # st.table wraps long steps (a dataframe cell would cut them); its cells are Markdown, so every value
+    # written by an agent or an annotator is escaped.
+    table = pd.DataFrame(
+        {
+            "gold #": [cell(r.gold_idx + 1 if r.gold_idx is not None else None) for r in view.rows],
+            "human gold": [cell(r.gold_text) for r in view.rows],
+            "step": [cell(r.agent_idx) for r in view.rows],
+            "stated action (plan)": [cell(r.stated) for r in view.rows],
+            "executed action": [cell(r.executed) for r in view.rows],
+            "judge": [cell(judged(r)) for r in view.rows],
+            "marks": [cell(", ".join(r.marks)) for r in view.rows],
+        }
+    )
+    st.table(table, hide_index=True, border="horizontal")
+    st.caption(
+        f"Gold version {view.gold_version}, {view.n_gold} steps; {view.n_agent} executed agent steps. Pairs and "
+        f"their stage come from the stored alignment ({judge_config}); deviation, recovery and repeat marks are "
+        f"replayed for this task with the {view.replayed_with} judge. Judge stages: rule, lexical (fuzzy), "
+        "embedding, llm; deviation = left the gold path, recovery = rejoined it, repeat = same action as the "
+        "step before."
+    )
+    if view.plan:
+        with st.expander(f"The agent's plan ({len(view.plan)} steps)"):
+            for i, step in enumerate(view.plan, start=1):
+                st.text(f"{i}. {step}")

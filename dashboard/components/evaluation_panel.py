@@ -1,0 +1,72 @@
+"""The Evaluation tab: per evaluator its status, sentence, expected vs actual (as compared), assertions;
+the official eval_result.json to download."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.queries import task as q
+from dashboard.components.formatting import verdict_label
+from dashboard.db import read
+from dashboard.text import escape_md
+
+
+def _show(value) -> None:
+    if value is None:
+        st.caption("none")
+    elif isinstance(value, (dict, list)):
+        st.json(value, expanded=2)
+    else:
+        st.code(str(value), language=None, wrap_lines=True)
+
+
+def _go_network(seq: int) -> None:
+    st.query_params["ev"] = str(seq)
+    st.session_state["tab"] = "Network"
+
+
+def render(run: str, task_id: int, header: dict) -> None:
+    rows = read(q.evaluator_rows, run, task_id)
+    if rows is None:
+        return
+    if not rows:
+        source = header["verdict_source"]
+        if source:
+            st.info(f"The verdict comes from {source}: this run carries no per-evaluator results.")
+        else:
+            st.info("This task has no evaluation in this run.")
+        return
+    for r in rows:
+        failing = r["status"] != "success"
+        title = f"{verdict_label(r['status'])} · {r['evaluator']} #{r['idx']}"
+        with st.expander(title, expanded=failing):
+            if r.get("explanation") and failing:
+                st.error(escape_md(r["explanation"], limit=None))
+            if r.get("error"):
+                st.warning(escape_md(r["error"], limit=None))
+            left, right = st.columns(2)
+            with left:
+                st.caption("Expected (as the engine compared it)")
+                _show(
+                    r.get("expected_normalized")
+                    if r.get("expected_normalized") is not None
+                    else r.get("expected")
+                )
+            with right:
+                st.caption("Actual (as the engine compared it)")
+                _show(
+                    r.get("actual_normalized") if r.get("actual_normalized") is not None else r.get("actual")
+                )
+            if r.get("assertions"):
+                st.caption("Assertions")
+                st.dataframe(pd.json_normalize(r["assertions"]).astype(str), hide_index=True, width="stretch")
+            for label, key in (("matched", "matched_event_seq"), ("nearest candidate", "nearest_event_seq")):
+                seq = r.get(key)
+                if seq is not None and not pd.isna(seq):
+                    st.button(f"Open the {label} event #{int(seq)} in Network", key=f"{key}-{r['idx']}",
+                              on_click=_go_network, args=(int(seq),))  # fmt: skip
+    payload = read(q.eval_result_json, run, task_id)
+    if payload:
+        st.download_button("Download eval_result.json", payload, file_name=f"{task_id}_eval_result.json",
+                           mime="application/json", key="eval-result")  # fmt: skip

@@ -1,0 +1,112 @@
+"""The Steps tab: a filmstrip of the visible steps' screenshots, then the chosen step in full. Large
+observations (AXTree, HTML, LLM chat) load only when the reviewer asks for one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from core.queries import task as q
+from dashboard.db import read
+from dashboard.text import escape_md
+
+FILMSTRIP = 6  # screenshots loaded around the current step; the others are never read
+OBSERVATION_LABELS = {"axtree": "AXTree", "html": "HTML", "chat": "LLM chat"}
+
+
+def _set_step(value: int) -> None:
+    st.session_state["step"] = value
+
+
+def _text_block(label: str, text: Any) -> None:
+    if text is None or (isinstance(text, float) and pd.isna(text)) or str(text).strip() == "":
+        return
+    st.caption(label)
+    st.text(str(text))
+
+
+def _filmstrip(steps: pd.DataFrame, current: int) -> None:
+    idxs = steps["idx"].tolist()
+    pos = idxs.index(current)
+    start = max(0, min(pos - FILMSTRIP // 2, len(idxs) - FILMSTRIP))
+    window = steps.iloc[start : start + FILMSTRIP]
+    cols = st.columns(FILMSTRIP)
+    for col, row in zip(cols, window.itertuples(index=False), strict=False):
+        with col:
+            image = q.screenshot_bytes(row.screenshot_path)
+            if image is not None:
+                st.image(image, width="stretch")
+            else:
+                st.caption("no screenshot")
+            label = f"{'▶ ' if row.idx == current else ''}step {row.idx}"
+            st.button(label, key=f"film-{row.idx}", on_click=_set_step, args=(int(row.idx),), width="stretch",
+                      type="primary" if row.idx == current else "secondary")  # fmt: skip
+            if isinstance(row.error, str) and row.error:
+                st.caption("⚠ error")
+
+
+def render(run: str, task_id: int, episode: str | None) -> None:
+    if episode is None:
+        st.info("This run recorded no steps for this task (a WebArena-Verified run keeps only the answer and "
+                "the network trace: see the Network and Evaluation tabs).")  # fmt: skip
+        return
+    steps = read(q.steps, run, task_id, episode)
+    if steps is None:
+        return
+    if steps.empty:
+        st.info("This attempt has no steps: it ended before its first action.")
+        return
+    idxs = [int(i) for i in steps["idx"]]
+    if st.session_state.get("step") not in idxs:
+        st.session_state.pop("step", None)
+    nav = st.columns([1, 1, 6])
+    pos_of = {v: i for i, v in enumerate(idxs)}
+    current_now = st.session_state.get("step", idxs[0])
+    i = pos_of.get(current_now, 0)
+    nav[0].button("◀ step", key="prev-step", shortcut="P", disabled=i == 0,
+                  on_click=_set_step, args=(idxs[max(i - 1, 0)],), help="Previous step (P)")  # fmt: skip
+    nav[1].button("step ▶", key="next-step", shortcut="N", disabled=i >= len(idxs) - 1,
+                  on_click=_set_step, args=(idxs[min(i + 1, len(idxs) - 1)],), help="Next step (N)")  # fmt: skip
+    with nav[2]:
+        current = st.select_slider(
+            "Step", options=idxs, key="step", bind="query-params", label_visibility="collapsed",
+            format_func=lambda v: f"step {v} ({pos_of[v] + 1} of {len(idxs)})",
+        )  # fmt: skip
+    _filmstrip(steps, current)
+
+    row = steps[steps["idx"] == current].iloc[0]
+    st.markdown(f"#### Step {current}")
+    if isinstance(row["url"], str) and row["url"]:
+        st.caption("Page")
+        st.code(row["url"], language=None, wrap_lines=True)
+    left, right = st.columns([3, 2])
+    with left:
+        _text_block("Thought", row["thought"])
+        _text_block("Stated action", row["stated_action"])
+        _text_block("Executed action", row["executed_action"])
+        _text_block("In words", row["readable"])
+        if isinstance(row["error"], str) and row["error"]:
+            st.error(escape_md(row["error"], limit=None), icon=":material/error:")
+        if pd.notna(row["elapsed_s"]):
+            st.caption(f"took {row['elapsed_s']:.1f} s")
+    with right:
+        image = q.screenshot_bytes(row["screenshot_path"])
+        if image is not None:
+            st.image(image, caption=f"step {current}", width="stretch")
+        elif isinstance(row["screenshot_path"], str) and row["screenshot_path"]:
+            st.caption("Screenshot file not found or not an image.")
+    kinds = [k for k in q.OBSERVATION_KINDS if k in list(row["observations"])]
+    if kinds:
+        shown = st.segmented_control(
+            "Open", kinds, format_func=OBSERVATION_LABELS.get, key=f"obs-{current}",
+            help="Loaded from the database only when opened.",
+        )  # fmt: skip
+        if shown:
+            content = read(q.observation, run, task_id, episode, current, shown)
+            if content is not None:
+                st.code(content, language=None, wrap_lines=True, height=500)
+
+    with st.expander(f"All {len(idxs)} steps", expanded=False):
+        st.dataframe(steps[["idx", "readable", "error", "url"]], hide_index=True, width="stretch")

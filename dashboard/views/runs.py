@@ -1,0 +1,68 @@
+"""Runs (home): one row per run with its success rate and CI; success by site per run. A row opens
+Triage on that run, a bar opens Triage on that run and site."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.queries import runs as q
+from dashboard import state
+from dashboard.charts import success_by_site
+from dashboard.components.formatting import rate_with_ci
+from dashboard.db import db_path, fingerprint, read
+
+st.title("Runs")
+runs = read(q.runs_table)
+if runs is None:
+    st.stop()
+if runs.empty:
+    st.info(
+        "No runs imported yet. Import one with `trajreview import wav-run|agentlab|webarena-render|jsonl …`, "
+        "or build the demo database with `make demo`."
+    )
+    st.stop()
+
+st.caption(
+    f"{len(runs)} runs in `{db_path().name}`. Success rate = successes / scored tasks, with its 95 % "
+    "Wilson interval; unscored tasks are left out and counted in *tasks − scored*. Select a row to triage it."
+)
+table = runs.assign(
+    success=[rate_with_ci(r, lo, hi, n) for r, lo, hi, n in runs[["success_rate", "ci_low", "ci_high", "scored"]].itertuples(index=False)],
+    metrics=runs["metrics"].fillna("none"),
+)[["run", "success", "tasks", "scored", "failures", "errors", "import_problems", "agent", "model",
+   "paradigm", "source", "verdict_sources", "metrics"]]  # fmt: skip
+picked = st.dataframe(
+    table, hide_index=True, on_select="rerun", selection_mode="single-row",
+    key=f"runs-table-{hash(fingerprint())}",
+    column_config={
+        "success": st.column_config.TextColumn("success rate [95 % CI]", help="successes / scored tasks"),
+        "import_problems": st.column_config.NumberColumn("import problems"),
+        "verdict_sources": st.column_config.TextColumn("verdict source", help="who decided pass/fail"),
+        "metrics": st.column_config.TextColumn("metrics (gold / judge)"),
+    },
+)  # fmt: skip
+if picked.selection.rows:
+    state.go(state.TRIAGE_PAGE, {"run": table.iloc[picked.selection.rows[0]]["run"]})
+
+st.subheader("Success rate by site")
+st.caption(q.MULTI_SITE_RULE + " Bars show successes/scored tasks; click a bar to triage that site.")
+all_runs = runs["run"].tolist()
+charted = st.multiselect(
+    "Runs to chart", all_runs, default=all_runs[:3], key="chart", bind="query-params",
+    help="Every chart is one run; the selection is part of the page's URL.",
+)  # fmt: skip
+grid = st.columns(2) if len(charted) > 1 else [st.container()]
+for i, run in enumerate(charted):
+    per_site = read(q.success_by_site, run)
+    if per_site is None or per_site["scored"].sum() == 0:
+        grid[i % len(grid)].info(f"{run}: no scored task to chart.")
+        continue
+    row = runs[runs["run"] == run].iloc[0]
+    title = f"{run} — {rate_with_ci(row.success_rate, row.ci_low, row.ci_high, int(row.scored))}"
+    clicked = grid[i % len(grid)].plotly_chart(
+        success_by_site(per_site, title), on_select="rerun", selection_mode="points", key=f"site-chart-{run}",
+        config={"displaylogo": False},
+    )  # fmt: skip
+    points = clicked.selection.points if clicked else []
+    if points:
+        state.go(state.TRIAGE_PAGE, {"run": run, "site": points[0]["customdata"]})

@@ -1,0 +1,98 @@
+"""Task review: `?run=&task=&episode=&tab=&step=` — header, previous/next failed task, and the tabs
+Steps, Alignment, Network and Evaluation (only the open tab is built)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.queries import task as q
+from core.queries import triage as tq
+from core.queries.runs import run_exists
+from dashboard import state
+from dashboard.components import alignment_panel, evaluation_panel, network_panel, steps_panel, task_header
+from dashboard.components.formatting import verdict_label
+from dashboard.db import read
+
+run, task_id = state.param("run"), state.int_param("task")
+
+
+def _back_to_triage(label: str = "Back to triage") -> None:
+    params = {**state.triage_params(), **({"run": run} if run else {})}
+    st.page_link(state.TRIAGE_PAGE, label=label, icon=":material/arrow_back:", query_params=params)
+
+
+if not run or task_id is None:
+    st.title("Task review")
+    st.info("Pick a task in Triage: this page shows one task of one run (`?run=…&task=…`).")
+    _back_to_triage("Open triage")
+    st.stop()
+exists = read(run_exists, run)
+if exists is None:
+    st.stop()
+if not exists:
+    st.error(f"No run named {run!r} in this database.")
+    st.page_link(state.RUNS_PAGE, label="All runs", icon=":material/arrow_back:")
+    st.stop()
+header = read(q.task_header, run, task_id)
+if header is None:
+    st.error(f"Run {run!r} has no task {task_id}.")
+    _back_to_triage()
+    st.stop()
+
+# A different task than the last run of this page: its step and event selections do not carry over.
+if st.session_state.get("_task_view") != (run, task_id):
+    for key in ("step", "alt", "align"):
+        st.session_state.pop(key, None)
+    st.session_state["_task_view"] = (run, task_id)
+
+table = read(tq.triage_table, run)
+prev_task, next_task = (
+    tq.task_neighbours(table, tq.filter_from_params(state.list_param), task_id)
+    if table is not None
+    else (None, None)
+)
+nav = st.columns([1.3, 1.3, 1.3, 4])
+with nav[0]:
+    _back_to_triage()
+if nav[1].button("◀ previous failed", key="prev-task", shortcut="K", disabled=prev_task is None,
+                 help="Previous failed task of your triage list (K)"):  # fmt: skip
+    state.go(state.TASK_PAGE, state.task_params(run, prev_task))
+if nav[2].button("next failed ▶", key="next-task", shortcut="J", disabled=next_task is None,
+                 help="Next failed task of your triage list (J)"):  # fmt: skip
+    state.go(state.TASK_PAGE, state.task_params(run, next_task))
+others = read(q.other_runs, task_id)
+if others is not None and len(others) > 1:
+    with nav[3].popover(f"Task {task_id} in {len(others) - 1} other run(s)"):
+        for row in others.itertuples(index=False):
+            if row.run != run:
+                st.page_link(state.TASK_PAGE, label=f"{row.run}: {verdict_label(row.verdict)}",
+                             query_params={"run": row.run, "task": str(task_id)})  # fmt: skip
+
+task_header.render(header, run)
+
+attempts = read(q.episodes, run, task_id) or []
+episode = None
+if attempts:
+    names = [a["episode"] for a in attempts]
+    wanted = state.param("episode")
+    episode = wanted if wanted in names else names[0]
+    if len(attempts) > 1:
+        episode = st.selectbox(
+            "Attempt", names, index=names.index(episode), key="episode", bind="query-params",
+            format_func=lambda e: e + (" (the run's answer)" if e == names[0] and attempts[0]["is_answer"] else ""),
+        )  # fmt: skip
+
+tabs = st.tabs(list(state.TASK_TABS), key="tab", bind="query-params")
+steps_tab, alignment_tab, network_tab, evaluation_tab = tabs
+if steps_tab.open:
+    with steps_tab:
+        steps_panel.render(run, task_id, episode)
+if alignment_tab.open:
+    with alignment_tab:
+        alignment_panel.render(run, task_id, has_attempt=episode is not None)
+if network_tab.open:
+    with network_tab:
+        network_panel.render(run, task_id)
+if evaluation_tab.open:
+    with evaluation_tab:
+        evaluation_panel.render(run, task_id, header)

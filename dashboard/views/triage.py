@@ -1,0 +1,95 @@
+"""Triage: every task of a run from summary columns only; filter, search, sort, select to review."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.queries import triage as q
+from dashboard import state
+from dashboard.components.formatting import VERDICT_ICONS
+from dashboard.components.run_picker import pick_run
+from dashboard.db import read
+
+st.title("Triage")
+run = pick_run()
+if run is None:
+    st.stop()
+table = read(q.triage_table, run)
+if table is None:
+    st.stop()
+if table.empty:
+    st.info(f"Run {run!r} has no tasks.")
+    st.stop()
+
+opts = q.options(table)
+cols = st.columns([2, 2, 2, 2, 1.4, 1.6])
+sites = cols[0].multiselect("Site", opts["sites"], key="site", bind="query-params")
+verdicts = cols[1].multiselect("Verdict", opts["verdicts"], key="verdict", bind="query-params")
+evaluators = cols[2].multiselect(
+    "Failing evaluator", opts["evaluators"], key="evaluator", bind="query-params"
+)
+terminations = cols[3].multiselect(
+    "Termination", opts["terminations"], key="termination", bind="query-params"
+)
+has_gold = cols[4].selectbox(
+    "Gold", q.HAS_GOLD, index=None, placeholder="any", key="gold", bind="query-params"
+)
+labels = cols[5].multiselect("Reviewer label", opts["labels"], key="label", bind="query-params")
+cols = st.columns([4, 2])
+text = cols[0].text_input(
+    "Search intent, answer and explanation", key="q", bind="query-params", placeholder="words or a task id"
+)
+sort = cols[1].selectbox("Sort", list(q.SORTS), key="sort", bind="query-params")
+
+flt = q.TriageFilter(
+    sites=tuple(sites), verdicts=tuple(verdicts), evaluators=tuple(evaluators), terminations=tuple(terminations),
+    has_gold=has_gold, labels=tuple(labels), text=text or "", sort=sort,
+)  # fmt: skip
+shown = q.apply_filter(table, flt)
+c = q.counts(shown)
+metric_config = table.attrs.get("metric_config")
+st.caption(
+    f"**{c['tasks']}** of {len(table)} tasks · {c['failure']} failed · {c['error']} errors · "
+    f"{c['success']} passed · {c['unscored']} unscored"
+    + (
+        f" · SSR/EAR from {' / '.join(metric_config)}"
+        if metric_config
+        else " · no metrics computed for this run"
+    )
+)
+if shown.empty:
+    st.info("No task matches these filters.")
+    st.stop()
+
+view = shown.assign(verdict=[f"{VERDICT_ICONS.get(v, '')} {v}" for v in shown["verdict"]])
+# Keyed by the filter: a selection made in another filtered list never lands on this one's rows.
+picked = st.dataframe(
+    view, hide_index=True, on_select="rerun", height=min(38 + 35 * len(view), 640), placeholder="–", selection_mode="single-row", key=f"triage-{run}-{flt.fingerprint()}",
+    column_order=("task_id", "site", "intent", "verdict", "verdict_source", "failing_evaluators", "explanation",
+                  "termination", "steps", "has_gold", "ssr", "ear", "cannot_pass", "label", "problems"),
+    column_config={
+        "task_id": st.column_config.NumberColumn("task", format="%d", width="small"),
+        "intent": st.column_config.TextColumn("intent", width="medium"),
+        "verdict_source": st.column_config.TextColumn("source", help="who decided the verdict"),
+        "failing_evaluators": st.column_config.TextColumn("failing evaluators"),
+        "explanation": st.column_config.TextColumn("why it failed", width="large"),
+        "has_gold": st.column_config.CheckboxColumn("gold"),
+        "ssr": st.column_config.NumberColumn("SSR", format="%.2f"),
+        "ear": st.column_config.NumberColumn("EAR", format="%.2f"),
+        "cannot_pass": st.column_config.CheckboxColumn("cannot pass", help="the engine rejects the task's own answer"),
+        "problems": st.column_config.NumberColumn("import problems"),
+    },
+)  # fmt: skip
+if picked.selection.rows:
+    task_id = int(shown.iloc[picked.selection.rows[0]]["task_id"])
+    carry = {
+        "site": sites,
+        "verdict": verdicts,
+        "evaluator": evaluators,
+        "termination": terminations,
+        "gold": has_gold,
+        "label": labels,
+        "q": text,
+        "sort": sort if sort != list(q.SORTS)[0] else None,
+    }
+    state.go(state.TASK_PAGE, state.task_params(run, task_id, carry))
