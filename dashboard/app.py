@@ -16,9 +16,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 st.set_page_config(page_title="trajreview", page_icon=":material/fact_check:", layout="wide")
 
 VIEWS = Path(__file__).parent / "views"
+
+
+def _home() -> None:
+    # The default page answers only at "/": Runs has its own path (/runs) so its links work too.
+    st.switch_page(VIEWS / "runs.py", query_params=dict(st.query_params))
+
+
 pages = {
+    "": [st.Page(_home, title="Home", url_path="home", default=True, visibility="hidden")],
     "Review": [
-        st.Page(VIEWS / "runs.py", title="Runs", icon=":material/table_rows:", url_path="runs", default=True),
+        st.Page(VIEWS / "runs.py", title="Runs", icon=":material/table_rows:", url_path="runs"),
         st.Page(VIEWS / "triage.py", title="Triage", icon=":material/checklist:", url_path="triage"),
         st.Page(VIEWS / "task.py", title="Task review", icon=":material/search:", url_path="task"),
     ],

@@ -9,6 +9,7 @@ import streamlit as st
 from core.metrics_run import run_task_metrics
 from core.queries import alignment as q
 from core.queries.task import gold_sets_with_task
+from dashboard import state
 from dashboard.components.formatting import pct
 from dashboard.db import read, read_only, write
 from dashboard.text import escape_md
@@ -51,18 +52,19 @@ def render(run: str, task_id: int, has_attempt: bool) -> None:
         (g, "offline", "default") for g in gold_sets if (g, "offline", "default") not in configs
     ]
     cols = st.columns([3, 2])
-    config = cols[0].selectbox(
-        "Gold set / judge / preset", choices, format_func=lambda c: " / ".join(c), key="align"
-    )
-    gold_set, judge_config, preset = config
-    view = read(q.alignment_view, run, task_id, gold_set, judge_config, preset, st.session_state.get("alt"))
+    by_name = {"/".join(c): c for c in choices}
+    chosen = state.url_selectbox(cols[0], "Gold set / judge / preset", list(by_name), "metrics", default=list(by_name)[0],
+                                 format_func=lambda c: c.replace("/", " / "))  # fmt: skip
+    gold_set, judge_config, preset = by_name[chosen or list(by_name)[0]]
+    view = read(q.alignment_view, run, task_id, gold_set, judge_config, preset, state.int_param("alt"))
     if view is None:
         st.info("Nothing to align: no gold or no attempt for this task.")
         return
     if len(view.alternatives) > 1:
-        cols[1].selectbox(
-            "Gold alternative", view.alternatives, index=view.alternatives.index(view.alternative), key="alt",
-            format_func=lambda a: f"alternative {a + 1}" + (" (chosen by the metrics)" if view.metrics and view.metrics["alternative"] == a else ""),
+        chosen_alt = view.metrics["alternative"] if view.metrics else None
+        state.url_selectbox(
+            cols[1], "Gold alternative", view.alternatives, "alt", default=view.alternative,
+            format_func=lambda a: f"alternative {a + 1}" + (" (chosen by the metrics)" if a == chosen_alt else ""),
         )  # fmt: skip
 
     if view.metrics is None:

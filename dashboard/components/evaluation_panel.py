@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core.queries import task as q
+from dashboard import state
 from dashboard.components.formatting import verdict_label
 from dashboard.db import read
 from dashboard.text import escape_md
@@ -22,8 +23,8 @@ def _show(value) -> None:
 
 
 def _go_network(seq: int) -> None:
-    st.query_params["ev"] = str(seq)
-    st.session_state["tab"] = "Network"
+    state.set_param("ev", seq)
+    state.set_widget("tab", "Network")
 
 
 def render(run: str, task_id: int, header: dict) -> None:

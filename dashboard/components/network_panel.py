@@ -7,6 +7,7 @@ import orjson
 import streamlit as st
 
 from core.queries import network as q
+from dashboard import state
 from dashboard.charts import waterfall
 from dashboard.db import read
 
@@ -14,7 +15,7 @@ MAX_TABLE_ROWS = 5_000
 
 
 def _set_event(seq: int) -> None:
-    st.query_params["ev"] = str(seq)
+    state.set_param("ev", seq)
 
 
 def render(run: str, task_id: int) -> None:
@@ -33,14 +34,16 @@ def render(run: str, task_id: int) -> None:
         ):
             col.button(f"#{seq}: {'; '.join(why)}", key=f"jump-{seq}", on_click=_set_event, args=(seq,))
     cols = st.columns([1.6, 2, 2, 2, 3])
-    show_static = cols[0].toggle(f"{count['static']} static", key="static", bind="query-params",
-                                 help="Stylesheets, scripts, images and fonts are hidden by default.")  # fmt: skip
-    methods = cols[1].multiselect(
-        "Method", read(q.methods, run, task_id) or [], key="method", bind="query-params"
+    show_static = state.url_toggle(
+        cols[0],
+        f"{count['static']} static",
+        "static",
+        help="Stylesheets, scripts, images and fonts are hidden by default.",
     )
-    statuses = cols[2].multiselect("Status", q.STATUS_CLASSES, key="status", bind="query-params")
-    types = cols[3].multiselect("Type", q.EVENT_TYPES, key="etype", bind="query-params")
-    needle = cols[4].text_input("URL contains", key="url", bind="query-params")
+    methods = state.url_multiselect(cols[1], "Method", read(q.methods, run, task_id) or [], "method")
+    statuses = state.url_multiselect(cols[2], "Status", q.STATUS_CLASSES, "status")
+    types = state.url_multiselect(cols[3], "Type", q.EVENT_TYPES, "etype")
+    needle = state.url_text(cols[4], "URL contains", "url")
     flt = q.EventFilter(show_static=show_static, methods=tuple(methods), status_classes=tuple(statuses),
                         event_types=tuple(types), url_contains=needle or "")  # fmt: skip
     events = read(q.events, run, task_id, flt)
@@ -74,10 +77,10 @@ def render(run: str, task_id: int) -> None:
             f"Table limited to the first {MAX_TABLE_ROWS:,} events of the filter; narrow it to see more."
         )
     if picked.selection.rows:
-        st.query_params["ev"] = str(int(table.iloc[picked.selection.rows[0]]["seq"]))
-    seq = st.query_params.get("ev")
-    if seq is not None and str(seq).isdigit():
-        _detail(run, task_id, int(seq))
+        state.set_param("ev", int(table.iloc[picked.selection.rows[0]]["seq"]))
+    seq = state.int_param("ev")
+    if seq is not None:
+        _detail(run, task_id, seq)
 
 
 def _detail(run: str, task_id: int, seq: int) -> None:

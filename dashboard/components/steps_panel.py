@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from core.queries import task as q
+from dashboard import state
 from dashboard.db import read
 from dashboard.text import escape_md
 
@@ -17,7 +18,7 @@ OBSERVATION_LABELS = {"axtree": "AXTree", "html": "HTML", "chat": "LLM chat"}
 
 
 def _set_step(value: int) -> None:
-    st.session_state["step"] = value
+    state.set_widget("step", value)
 
 
 def _text_block(label: str, text: Any) -> None:
@@ -59,19 +60,17 @@ def render(run: str, task_id: int, episode: str | None) -> None:
         st.info("This attempt has no steps: it ended before its first action.")
         return
     idxs = [int(i) for i in steps["idx"]]
-    if st.session_state.get("step") not in idxs:
-        st.session_state.pop("step", None)
     nav = st.columns([1, 1, 6])
     pos_of = {v: i for i, v in enumerate(idxs)}
-    current_now = st.session_state.get("step", idxs[0])
+    current_now = state.int_param("step")
     i = pos_of.get(current_now, 0)
     nav[0].button("◀ step", key="prev-step", shortcut="P", disabled=i == 0,
                   on_click=_set_step, args=(idxs[max(i - 1, 0)],), help="Previous step (P)")  # fmt: skip
     nav[1].button("step ▶", key="next-step", shortcut="N", disabled=i >= len(idxs) - 1,
                   on_click=_set_step, args=(idxs[min(i + 1, len(idxs) - 1)],), help="Next step (N)")  # fmt: skip
     with nav[2]:
-        current = st.select_slider(
-            "Step", options=idxs, key="step", bind="query-params", label_visibility="collapsed",
+        current = state.url_select_slider(
+            st, "Step", idxs, "step", label_visibility="collapsed",
             format_func=lambda v: f"step {v} ({pos_of[v] + 1} of {len(idxs)})",
         )  # fmt: skip
     _filmstrip(steps, current)

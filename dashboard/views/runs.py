@@ -47,10 +47,15 @@ if picked.selection.rows:
 st.subheader("Success rate by site")
 st.caption(q.MULTI_SITE_RULE + " Bars show successes/scored tasks; click a bar to triage that site.")
 all_runs = runs["run"].tolist()
-charted = st.multiselect(
-    "Runs to chart", all_runs, default=all_runs[:3], key="chart", bind="query-params",
+if not state.list_param("chart"):
+    state.set_param("chart", all_runs[:3])
+charted = state.url_multiselect(
+    st,
+    "Runs to chart",
+    all_runs,
+    "chart",
     help="Every chart is one run; the selection is part of the page's URL.",
-)  # fmt: skip
+)
 grid = st.columns(2) if len(charted) > 1 else [st.container()]
 for i, run in enumerate(charted):
     per_site = read(q.success_by_site, run)

@@ -39,12 +39,6 @@ if header is None:
     _back_to_triage()
     st.stop()
 
-# A different task than the last run of this page: its step and event selections do not carry over.
-if st.session_state.get("_task_view") != (run, task_id):
-    for key in ("step", "alt", "align"):
-        st.session_state.pop(key, None)
-    st.session_state["_task_view"] = (run, task_id)
-
 table = read(tq.triage_table, run)
 prev_task, next_task = (
     tq.task_neighbours(table, tq.filter_from_params(state.list_param), task_id)
@@ -77,12 +71,12 @@ if attempts:
     wanted = state.param("episode")
     episode = wanted if wanted in names else names[0]
     if len(attempts) > 1:
-        episode = st.selectbox(
-            "Attempt", names, index=names.index(episode), key="episode", bind="query-params",
+        episode = state.url_selectbox(
+            st, "Attempt", names, "episode", default=names[0],
             format_func=lambda e: e + (" (the run's answer)" if e == names[0] and attempts[0]["is_answer"] else ""),
         )  # fmt: skip
 
-tabs = st.tabs(list(state.TASK_TABS), key="tab", bind="query-params")
+tabs = state.url_tabs(state.TASK_TABS, "tab")
 steps_tab, alignment_tab, network_tab, evaluation_tab = tabs
 if steps_tab.open:
     with steps_tab:

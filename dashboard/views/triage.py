@@ -23,23 +23,15 @@ if table.empty:
 
 opts = q.options(table)
 cols = st.columns([2, 2, 2, 2, 1.4, 1.6])
-sites = cols[0].multiselect("Site", opts["sites"], key="site", bind="query-params")
-verdicts = cols[1].multiselect("Verdict", opts["verdicts"], key="verdict", bind="query-params")
-evaluators = cols[2].multiselect(
-    "Failing evaluator", opts["evaluators"], key="evaluator", bind="query-params"
-)
-terminations = cols[3].multiselect(
-    "Termination", opts["terminations"], key="termination", bind="query-params"
-)
-has_gold = cols[4].selectbox(
-    "Gold", q.HAS_GOLD, index=None, placeholder="any", key="gold", bind="query-params"
-)
-labels = cols[5].multiselect("Reviewer label", opts["labels"], key="label", bind="query-params")
+sites = state.url_multiselect(cols[0], "Site", opts["sites"], "site")
+verdicts = state.url_multiselect(cols[1], "Verdict", opts["verdicts"], "verdict")
+evaluators = state.url_multiselect(cols[2], "Failing evaluator", opts["evaluators"], "evaluator")
+terminations = state.url_multiselect(cols[3], "Termination", opts["terminations"], "termination")
+has_gold = state.url_selectbox(cols[4], "Gold", q.HAS_GOLD, "gold", placeholder="any")
+labels = state.url_multiselect(cols[5], "Reviewer label", opts["labels"], "label")
 cols = st.columns([4, 2])
-text = cols[0].text_input(
-    "Search intent, answer and explanation", key="q", bind="query-params", placeholder="words or a task id"
-)
-sort = cols[1].selectbox("Sort", list(q.SORTS), key="sort", bind="query-params")
+text = state.url_text(cols[0], "Search intent, answer and explanation", "q", placeholder="words or a task id")
+sort = state.url_selectbox(cols[1], "Sort", list(q.SORTS), "sort", default=list(q.SORTS)[0])
 
 flt = q.TriageFilter(
     sites=tuple(sites), verdicts=tuple(verdicts), evaluators=tuple(evaluators), terminations=tuple(terminations),
@@ -82,14 +74,4 @@ picked = st.dataframe(
 )  # fmt: skip
 if picked.selection.rows:
     task_id = int(shown.iloc[picked.selection.rows[0]]["task_id"])
-    carry = {
-        "site": sites,
-        "verdict": verdicts,
-        "evaluator": evaluators,
-        "termination": terminations,
-        "gold": has_gold,
-        "label": labels,
-        "q": text,
-        "sort": sort if sort != list(q.SORTS)[0] else None,
-    }
-    state.go(state.TASK_PAGE, state.task_params(run, task_id, carry))
+    state.go(state.TASK_PAGE, state.task_params(run, task_id))
