@@ -1,0 +1,95 @@
+"""Serving the dashboard and driving Debian's chromium through Playwright, for the browser tests and the
+dashboard benchmark (never a downloaded browser)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic",
+]  # fmt: skip
+
+
+def chromium_available() -> bool:
+    return Path(CHROMIUM).exists()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(db: Path, *extra_args: str, env: dict | None = None) -> Iterator[str]:
+    """`trajreview serve` on a free port over `db`; yields the base URL, stops the server after."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.cli.main", "--db", str(db), "serve", "--host", "127.0.0.1", "--port", str(port),
+         *extra_args],
+        env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.3)
+        else:
+            raise RuntimeError("dashboard did not start in 90 s")
+        if proc.poll() is not None:
+            raise RuntimeError(f"dashboard exited: {proc.stdout.read().decode(errors='replace')[-2000:]}")
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+
+
+def wait_idle(page, timeout_ms: int = 60_000) -> None:
+    """Until Streamlit has finished the run the last action started (its status widget is gone)."""
+    page.wait_for_selector("[data-testid='stAppViewContainer']", timeout=timeout_ms)
+    page.wait_for_timeout(250)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms
+    )
+    page.wait_for_timeout(150)
+
+
+@contextmanager
+def browser_page(width: int = 1500, height: int = 1100) -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page(viewport={"width": width, "height": height})
+        finally:
+            browser.close()
+
+
+def click_grid_row(page, row: int, grid_index: int = 0) -> None:
+    """Select data row `row` (0-based) of a st.dataframe by clicking its selection cell (the grid is a
+    canvas: there is no DOM element per row)."""
+    grid = page.locator("[data-testid='stDataFrame']").nth(grid_index)
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    header, row_height = 35, 35
+    page.mouse.click(box["x"] + 15, box["y"] + header + row_height * row + row_height / 2)
