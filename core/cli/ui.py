@@ -67,12 +67,20 @@ def progress_bar(description: str) -> Iterator[ProgressCallback]:
         yield update
 
 
+def say(text: str) -> None:
+    """One line of output that may hold agent or file text: printed as text, never as Rich markup."""
+    console.print(text, markup=False, highlight=False)
+
+
 def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
-    table = Table(title=title, title_justify="left")
+    # Cells and titles may hold run names or agent text: Text objects are never parsed as markup.
+    from rich.text import Text
+
+    table = Table(title=Text(title), title_justify="left")
     for column in columns:
-        table.add_column(column)
+        table.add_column(Text(column))
     for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
+        table.add_row(*(Text("" if v is None else str(v)) for v in row))
     console.print(table)
 
 

@@ -16,7 +16,8 @@ MULTI_SITE_RULE = (
 )
 
 
-# A task's verdict: the stored evaluation, else the source's own success flag or reward.
+# A task's verdict: the stored evaluation; else the source's own success flag; else 'error' for an attempt
+# that crashed or was interrupted (no verdict was ever reached: the importers store none); else its reward.
 def verdicts_sql(one_run: bool = True) -> str:
     """SQL giving run, task_id, verdict, verdict_source for every task of a run (parameter `$run`) or of
     every run: each task with an evaluation, an answer trajectory, an agent response or an import problem.
@@ -32,9 +33,11 @@ def verdicts_sql(one_run: bool = True) -> str:
         SELECT ids.run, ids.task_id,
                coalesce(e.status,
                         CASE WHEN t.success THEN 'success' WHEN NOT t.success THEN 'failure'
+                             WHEN t.termination IN ('error', 'interrupted') THEN 'error'
                              WHEN t.reward >= 1 THEN 'success' WHEN t.reward < 1 THEN 'failure' END,
                         'unscored') AS verdict,
                coalesce(e.source, CASE WHEN t.success IS NOT NULL THEN 'source-success'
+                                       WHEN t.termination IN ('error', 'interrupted') THEN 'termination'
                                        WHEN t.reward IS NOT NULL THEN 'source-reward' END) AS verdict_source
         FROM ids
         LEFT JOIN evaluations e ON e.run = ids.run AND e.task_id = ids.task_id

@@ -190,3 +190,78 @@ def gold_sets_with_task(store: Store, task_id: int) -> list[str]:
             "SELECT DISTINCT gold_set FROM gold_steps WHERE task_id = ? ORDER BY 1", [task_id]
         )
     ]
+
+
+def task_report(store: Store, run: str, task_id: int, gold_set: str | None = None) -> dict[str, Any] | None:
+    """Everything the task page shows, as one JSON-able dict (`trajreview show`): verdict with its source
+    and sentences, expected vs agent answer, readable steps of the answer attempt, per-evaluator results,
+    metrics with the reason for every NULL, the gold alignment summary, import problems."""
+    from core.queries.alignment import alignment_view, metric_rows, null_reason_text
+
+    header = task_header(store, run, task_id)
+    if header is None:
+        return None
+    attempts = episodes(store, run, task_id)
+    episode = attempts[0]["episode"] if attempts else None
+    step_rows = steps(store, run, task_id, episode) if episode is not None else pd.DataFrame()
+    report: dict[str, Any] = {
+        "run": run, "task_id": task_id, "site": header["site_key"], "intent": header["intent"],
+        "verdict": header["verdict"], "verdict_source": header["verdict_source"],
+        "explanations": header["explanations"], "error": header["error"],
+        "cannot_pass": bool(header["cannot_pass"]) or cannot_pass_evidence(task_id) is not None,
+        "cannot_pass_evidence": cannot_pass_evidence(task_id),
+        "expected_answer": header["expected_answer"], "reference_answers": header["reference_answers"],
+        "reference_url": header["reference_url"],
+        "agent_answer": header["final_answer"] if header["final_answer"] is not None else header["response_raw"],
+        "termination": header["termination"], "termination_detail": header["termination_detail"],
+        "response_lint": header["response_lint"], "problems": header["problems"],
+        "episode": episode, "attempts": len(attempts),
+        "steps": [
+            {"idx": int(r.idx), "url": r.url, "readable": r.readable or r.executed_action, "stated": r.stated_action,
+             "error": r.error if isinstance(r.error, str) else None}
+            for r in step_rows.itertuples(index=False)
+        ],
+        "evaluators": [
+            {"evaluator": e["evaluator"], "idx": e["idx"], "status": e["status"], "explanation": e["explanation"],
+             "error": e["error"]}
+            for e in evaluator_rows(store, run, task_id)
+        ],
+        "metrics": [],
+        "alignment": None,
+    }  # fmt: skip
+    for m in metric_rows(store, run, task_id):
+        values = {k: (None if pd.isna(m[k]) else m[k]) for k in ("ssr", "rr", "repr", "psr", "ear")}
+        report["metrics"].append(
+            {
+                "gold_set": m["gold_set"], "judge_config": m["judge_config"], "preset": m["preset"], **values,
+                "null_reasons": {k: null_reason_text(v) for k, v in m["null_reasons"].items()},
+                "approximate": bool(m["approximate"]), "unresolved_pairs": int(m["unresolved_pairs"]),
+            }
+        )  # fmt: skip
+    sets = gold_sets_with_task(store, task_id)
+    chosen = (
+        gold_set if gold_set in sets else (report["metrics"][0]["gold_set"] if report["metrics"] else None)
+    )
+    chosen = chosen if chosen in sets else (sets[0] if sets else None)
+    if chosen and episode is not None:
+        first = next((m for m in report["metrics"] if m["gold_set"] == chosen), None)
+        view = alignment_view(
+            store,
+            run,
+            task_id,
+            chosen,
+            first["judge_config"] if first else "offline",
+            first["preset"] if first else "default",
+        )
+        if view is not None:
+            report["alignment"] = {
+                "gold_set": chosen, "gold_version": view.gold_version, "alternative": view.alternative,
+                "n_gold": view.n_gold, "n_agent": view.n_agent,
+                "matched": sum(1 for r in view.rows if r.verdict),
+                "rows": [
+                    {"gold_idx": r.gold_idx, "gold": r.gold_text, "agent_idx": r.agent_idx, "executed": r.executed,
+                     "judge": r.verdict, "stage": r.stage, "score": r.score, "marks": r.marks}
+                    for r in view.rows
+                ],
+            }  # fmt: skip
+    return report

@@ -1,0 +1,104 @@
+"""CLI commands of the review area: `show`, the terminal twin of the task review page."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import orjson
+import typer
+
+from core.cli import ui
+from core.errors import TrajreviewError
+from core.explanations import clip
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, (dict, list)):
+        return orjson.dumps(value).decode()
+    return str(value)
+
+
+def _print(report: dict[str, Any]) -> None:
+    say = ui.say
+    say(f"run {report['run']} · task {report['task_id']} · {report['site'] or 'unknown site'}")
+    say(f"intent: {report['intent']}")
+    say(f"verdict: {report['verdict']} (decided by {report['verdict_source'] or 'nothing recorded'})")
+    for sentence in report["explanations"]:
+        say(f"  why: {sentence}")
+    if report["verdict"] in ("failure", "error") and not report["explanations"]:
+        say("  why: no explanation recorded (the run carries a bare verdict)")
+    if report["cannot_pass"]:
+        say(f"  cannot pass: {report['cannot_pass_evidence']}")
+    say(f"expected: {_fmt(report['expected_answer'])}")
+    if report["reference_answers"] or report["reference_url"]:
+        say(f"original reference: {_fmt(report['reference_answers'] or report['reference_url'])}")
+    say(f"agent answered: {_fmt(report['agent_answer'])}"
+        + (f" (ended: {report['termination']})" if report["termination"] else ""))  # fmt: skip
+    for finding in report["response_lint"]:
+        say(f"  lint {finding.get('rule')}: {finding.get('message')}")
+    if report["evaluators"]:
+        ui.print_table("evaluators", ["#", "evaluator", "status", "sentence"],
+                       [(e["idx"], e["evaluator"], e["status"], e["explanation"] or e["error"]) for e in report["evaluators"]])  # fmt: skip
+    if report["steps"]:
+        title = f"steps of attempt {report['episode']}" + (
+            f" (1 of {report['attempts']})" if report["attempts"] > 1 else ""
+        )
+        ui.print_table(title, ["#", "action", "error", "url"],
+                       [(s["idx"], s["readable"], clip(s["error"], 120) if s["error"] else None, s["url"])
+                        for s in report["steps"]])  # fmt: skip
+    else:
+        say("steps: none recorded for this task in this run")
+    for m in report["metrics"]:
+        values = ", ".join(f"{k.upper()} {_fmt(m[k])}" for k in ("ssr", "rr", "repr", "psr", "ear"))
+        say(f"metrics vs {m['gold_set']} ({m['judge_config']}/{m['preset']}): {values}"
+            + (" · approximate" if m["approximate"] else "")
+            + (f" · {m['unresolved_pairs']} unresolved pairs" if m["unresolved_pairs"] else ""))  # fmt: skip
+        for metric, reason in m["null_reasons"].items():
+            say(f"  {metric.upper()} is NULL: {reason}")
+    a = report["alignment"]
+    if a:
+        say(f"alignment vs {a['gold_set']} v{a['gold_version']} alternative {a['alternative'] + 1}: "
+            f"{a['matched']} of {a['n_gold']} gold steps matched by {a['n_agent']} agent steps")  # fmt: skip
+        ui.print_table("alignment", ["gold", "agent step", "judge", "marks"],
+                       [(r["gold"], r["executed"], f"{r['judge']} ({r['stage']})" if r["judge"] else None, ", ".join(r["marks"]))
+                        for r in a["rows"]])  # fmt: skip
+    elif not report["metrics"]:
+        say("metrics: none computed (no gold for this task, or `trajreview metrics` not run)")
+    if report["problems"]:
+        ui.print_table(
+            "import problems", ["kind", "message"], [(p["kind"], p["message"]) for p in report["problems"]]
+        )
+
+
+def register(app: typer.Typer, import_app: typer.Typer) -> None:
+    @app.command()
+    def show(
+        ctx: typer.Context,
+        run: Annotated[str, typer.Option("--run", help="Run name.")],
+        task: Annotated[int, typer.Option("--task", help="Task id.")],
+        fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+        gold: Annotated[
+            str | None, typer.Option("--gold", help="Gold set for the alignment (default: the metrics').")
+        ] = None,
+    ) -> None:
+        """One task of one run: verdict and why, expected vs agent answer, steps, alignment, metrics, problems."""
+        from core.queries.runs import run_exists
+        from core.queries.task import task_report
+
+        if fmt not in ("table", "json"):
+            raise TrajreviewError(f"--format: {fmt!r} is not one of table, json")
+        with ui.store_from(ctx, read_only=True) as store:
+            if not run_exists(store, run):
+                raise TrajreviewError(f"no run named {run!r}")
+            report = task_report(store, run, task, gold)
+        if report is None:
+            raise TrajreviewError(f"run {run!r} has no task {task}")
+        if fmt == "json":
+            ui.console.print(orjson.dumps(report, default=str, option=orjson.OPT_INDENT_2).decode(),
+                             markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        else:
+            _print(report)

@@ -1,0 +1,63 @@
+"""`trajreview show`: the task page in the terminal, on the demo database's real runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from core.cli.main import app
+from core.store import Store
+
+runner = CliRunner()
+
+
+def _show(db, *args):
+    return runner.invoke(app, ["--db", str(db), "show", *args], catch_exceptions=False)
+
+
+def test_show_json_carries_what_the_task_page_shows(demo_db):
+    result = _show(demo_db, "--run", "agentlab-sample", "--task", "162", "--format", "json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    with Store(demo_db, read_only=True) as s:
+        n_steps = s.query(
+            "SELECT count(*) FROM steps s JOIN trajectories t USING (run, task_id, episode)"
+            " WHERE s.run = 'agentlab-sample' AND s.task_id = 162 AND t.is_answer"
+        )[0][0]
+        psr_reason = json.loads(
+            s.query("SELECT null_reasons FROM metrics WHERE run = 'agentlab-sample' AND task_id = 162")[0][0]
+        )["psr"]
+    assert report["verdict"] == "failure" and report["verdict_source"] == "source-reward"
+    assert len(report["steps"]) == n_steps and report["steps"][0]["readable"].startswith("Type")
+    (metrics,) = report["metrics"]
+    assert metrics["psr"] is None and psr_reason == "no_requirements"
+    assert "no requirements" in metrics["null_reasons"]["psr"]  # the reason in words, not a bare NULL
+    assert report["alignment"]["n_gold"] == 3 and report["alignment"]["matched"] >= 1
+
+
+def test_show_table_explains_an_engine_failure(demo_db):
+    result = _show(demo_db, "--run", "wav-demo", "--task", "107")
+    assert result.exit_code == 0, result.output
+    assert "verdict: failure (decided by webarena-verified)" in result.output
+    assert "why: task_type: expected RETRIEVE, agent said NAVIGATE" in result.output
+    assert "steps: none recorded" in result.output
+
+
+def test_show_refuses_unknown_run_task_and_format_in_one_line(demo_db):
+    for args, message in (
+        (["--run", "nope", "--task", "1"], "no run named 'nope'"),
+        (["--run", "wav-demo", "--task", "5"], "run 'wav-demo' has no task 5"),
+        (
+            ["--run", "wav-demo", "--task", "107", "--format", "xml"],
+            "--format: 'xml' is not one of table, json",
+        ),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "core.cli.main", "--db", str(demo_db), "show", *args],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.strip() == f"error: {message}"
