@@ -31,4 +31,7 @@ pages = {
         st.Page(VIEWS / "task.py", title="Task review", icon=":material/search:", url_path="task"),
     ],
 }
-st.navigation(pages, position="sidebar").run()
+from dashboard.db import page_run  # noqa: E402 - after the sys.path line above
+
+with page_run():
+    st.navigation(pages, position="sidebar").run()

@@ -7,15 +7,19 @@ a file opened read-write against every other process). Inside this process every
 mode — read-write, or read-only when served with `--read-only` — because DuckDB refuses two
 connections to one file with different configurations in one process.
 
-Results are cached per (function, arguments, fingerprint); the fingerprint changes whenever a write
-lands (the file or its write-ahead log changes), so a cached answer is never stale and never another
-run's.
+Opening the file costs ~25 ms, so one page run opens it at most once: app.py runs every page inside
+`page_run()`, which opens the database on the first read that misses the cache and closes it when the
+page's script ends (also on st.stop, st.rerun and page switches). Results are cached per (function,
+arguments, fingerprint); the fingerprint changes whenever a write lands (the file or its write-ahead log
+changes), so a cached answer is never stale and never another run's.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -65,10 +69,56 @@ def _open(path: Path) -> Store:
     return Store(path, read_only=read_only())
 
 
+class _PageRun:
+    """The database of one page run, opened on first use and closed when the run ends."""
+
+    def __init__(self) -> None:
+        self.store: Store | None = None
+
+    def get(self, path: Path) -> Store:
+        if self.store is None or self.store.path != path:
+            self.close()
+            self.store = _open(path)
+        return self.store
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+
+# Per script-run thread (a context variable, not shared state): each browser session's run sees its own.
+_current_run: contextvars.ContextVar[_PageRun | None] = contextvars.ContextVar(
+    "trajreview_page_run", default=None
+)
+
+
+@contextmanager
+def page_run() -> Iterator[None]:
+    """Wrap one page's script: every read and write inside shares one open of the database."""
+    run = _PageRun()
+    token = _current_run.set(run)
+    try:
+        yield
+    finally:
+        _current_run.reset(token)
+        run.close()
+
+
+@contextmanager
+def _store(path: Path) -> Iterator[Store]:
+    run = _current_run.get()
+    if run is not None:
+        yield run.get(path)
+        return
+    with _open(path) as store:
+        yield store
+
+
 @st.cache_data(show_spinner=False, max_entries=1024)
 def _cached(name: str, args: tuple, kwargs: tuple, db_fingerprint: tuple, _fn: Callable) -> Any:
     # `name`, `args`, `kwargs` and the fingerprint form the key; `_fn` is not hashed (leading underscore).
-    with _open(Path(db_fingerprint[0])) as store:
+    with _store(Path(db_fingerprint[0])) as store:
         return _fn(store, *args, **dict(kwargs))
 
 
@@ -82,6 +132,25 @@ def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
         return None
 
 
+@st.cache_data(show_spinner=False, max_entries=512)
+def _cached_files(name: str, paths: tuple, identity: tuple, args: tuple, _fn: Callable) -> Any:
+    return _fn(paths, *args)
+
+
+def _identity(path: str | None) -> tuple[int, int]:
+    try:
+        info = os.stat(path) if path else None
+    except OSError:
+        info = None
+    return (info.st_mtime_ns, info.st_size) if info else (0, 0)
+
+
+def read_files(fn: Callable[..., T], paths: tuple[str | None, ...], *args: Any) -> T:
+    """`fn(paths, *args)` for a core function over files (screenshots), cached by every file's identity
+    (size and modification time), so a replaced file is read again; no database is opened."""
+    return _cached_files(_key(fn), paths, tuple(_identity(p) for p in paths), args, fn)
+
+
 def write(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
     """Run a core write `fn(store, ...)` in its own short open of the database; None and one line in
     the page when it cannot (read-only instance, lock held too long, bad input). The caller keeps the
@@ -90,7 +159,7 @@ def write(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
         st.error("This instance is read-only (served with --read-only): nothing was saved.")
         return None
     try:
-        with _open(db_path()) as store:
+        with _store(db_path()) as store:
             return fn(store, *args, **kwargs)
     except TrajreviewError as exc:
         st.error(str(exc), icon=":material/error:")

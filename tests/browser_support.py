@@ -93,3 +93,13 @@ def click_grid_row(page, row: int, grid_index: int = 0) -> None:
     box = grid.bounding_box()
     header, row_height = 35, 35
     page.mouse.click(box["x"] + 15, box["y"] + header + row_height * row + row_height / 2)
+
+
+def wait_url(page, fragment: str, timeout_s: float = 60) -> None:
+    """Until the address bar contains `fragment` (Streamlit changes it with history.pushState, which is
+    not always a navigation Playwright's wait_for_url sees)."""
+    deadline = time.monotonic() + timeout_s
+    while fragment not in page.url:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"URL never contained {fragment!r}; it is {page.url}")
+        page.wait_for_timeout(50)

@@ -8,10 +8,11 @@ import shutil
 
 import orjson
 import pytest
-from browser_support import browser_page, chromium_available, click_grid_row, serve, wait_idle
+from browser_support import browser_page, chromium_available, click_grid_row, serve, wait_idle, wait_url
 
 from core.importers.jsonl import import_jsonl
 from core.queries.runs import runs_table
+from core.queries.triage import TriageFilter, task_neighbours, triage_table
 from core.store import Store
 
 pytestmark = pytest.mark.browser
@@ -92,33 +93,40 @@ def test_from_runs_to_a_failed_tasks_explanation_in_two_clicks(served):
         with Store(db, read_only=True) as store:
             runs = runs_table(store)["run"].tolist()
         click_grid_row(page, runs.index("wav-demo"))
-        page.wait_for_url("**/triage?run=wav-demo**", timeout=30_000)
+        wait_url(page, "/triage?run=wav-demo")
         wait_idle(page)
         # Click 2: the first row (failed tasks first) opens the task with the engine's sentence.
         click_grid_row(page, 0)
-        page.wait_for_url("**/task?**task=107**", timeout=30_000)
+        wait_url(page, "task=107")
         wait_idle(page)
         page.get_by_text("task_type: expected RETRIEVE, agent said NAVIGATE").first.wait_for(timeout=30_000)
         _no_exception(page)
 
 
 def test_keyboard_moves_between_failed_tasks(served):
-    served, _ = served
+    served, db = served
+    with Store(db, read_only=True) as store:
+        table = triage_table(store, "agentlab-sample")
+    only_failures = TriageFilter(verdicts=("failure",))
+    _, after = task_neighbours(table, only_failures, 143)
+    assert after is not None
     with browser_page() as page:
         page.goto(served + "/task?run=agentlab-sample&task=143&verdict=failure")
         wait_idle(page)
         page.get_by_text("Task 143").first.wait_for()
+        # The shortcut exists once its button is on the page and enabled.
+        page.locator("button:has-text('next failed'):not([disabled])").first.wait_for(timeout=30_000)
         page.keyboard.press("j")
-        page.wait_for_url("**task=158**", timeout=30_000)
+        wait_url(page, f"task={after}")
         wait_idle(page)
-        page.get_by_text("Task 158").first.wait_for()
+        page.get_by_text(f"Task {after}").first.wait_for()
         assert "verdict=failure" in page.url  # the triage filter travels with the reviewer
         page.keyboard.press("k")
-        page.wait_for_url("**task=143**", timeout=30_000)
+        wait_url(page, "task=143")
         wait_idle(page)
         page.get_by_text("Task 143").first.wait_for()
         page.keyboard.press("n")  # next step
-        page.wait_for_url("**step=**", timeout=30_000)
+        wait_url(page, "step=")
         wait_idle(page)
         page.get_by_text("Step 1").first.wait_for()
 

@@ -10,10 +10,12 @@ import streamlit as st
 
 from core.queries import task as q
 from dashboard import state
-from dashboard.db import read
+from dashboard.db import read, read_files
 from dashboard.text import escape_md
 
 FILMSTRIP = 6  # screenshots loaded around the current step; the others are never read
+THUMB_WIDTH = 400
+STEP_WIDTH = 800
 OBSERVATION_LABELS = {"axtree": "AXTree", "html": "HTML", "chat": "LLM chat"}
 
 
@@ -29,14 +31,15 @@ def _text_block(label: str, text: Any) -> None:
 
 
 def _filmstrip(steps: pd.DataFrame, current: int) -> None:
+    # Fixed pages of FILMSTRIP steps (not a window sliding by one), so each page's screenshots are
+    # scaled once and reused while the reviewer steps through it.
     idxs = steps["idx"].tolist()
-    pos = idxs.index(current)
-    start = max(0, min(pos - FILMSTRIP // 2, len(idxs) - FILMSTRIP))
+    start = idxs.index(current) // FILMSTRIP * FILMSTRIP
     window = steps.iloc[start : start + FILMSTRIP]
+    images = read_files(q.screenshot_images, tuple(window["screenshot_path"]), THUMB_WIDTH)
     cols = st.columns(FILMSTRIP)
-    for col, row in zip(cols, window.itertuples(index=False), strict=False):
+    for col, row, image in zip(cols, window.itertuples(index=False), images, strict=False):
         with col:
-            image = q.screenshot_bytes(row.screenshot_path)
             if image is not None:
                 st.image(image, width="stretch")
             else:
@@ -91,7 +94,7 @@ def render(run: str, task_id: int, episode: str | None) -> None:
         if pd.notna(row["elapsed_s"]):
             st.caption(f"took {row['elapsed_s']:.1f} s")
     with right:
-        image = q.screenshot_bytes(row["screenshot_path"])
+        (image,) = read_files(q.screenshot_images, (row["screenshot_path"],), STEP_WIDTH)
         if image is not None:
             st.image(image, caption=f"step {current}", width="stretch")
         elif isinstance(row["screenshot_path"], str) and row["screenshot_path"]:
