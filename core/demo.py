@@ -52,6 +52,17 @@ def _webarena_render_babelcloud(store: Store) -> str:
     return f"webarena-render-babelcloud: {s.n_tasks} tasks, {s.n_pass} PASS / {s.n_fail} FAIL"
 
 
+def _opagent(store: Store) -> str:
+    # OpAgent's whole published run: 809 multi-step trajectories with their scores and 35 with screenshots.
+    from core.importers.opagent import import_opagent
+    from core.paths import shared_data_dir
+
+    s = import_opagent(
+        store, shared_data_dir() / "oagent-run", "opagent", model="gemini-3-pro + qwen2.5-vl-72b"
+    )
+    return f"opagent: {s.n_tasks} tasks, {s.n_steps} steps, {s.n_success}/{s.n_scored} scored 1.0"
+
+
 def _paper_gold(store: Store) -> str:
     # The paper's human gold trajectories.
     from core.importers.gold import import_gold
@@ -67,14 +78,22 @@ def _demo_metrics(store: Store) -> str:
     from core.metrics_run import run_metrics
 
     lines = []
-    for run in ("agentlab-sample", "webarena-render-babelcloud"):
+    for run in ("opagent", "agentlab-sample", "webarena-render-babelcloud"):
         summary = run_metrics(store, run, "paper-gold", make_judge("offline", store))
         lines.append(f"{run} {summary.tasks_with_gold}/{summary.tasks} tasks with gold")
     return "metrics (offline judge vs paper-gold): " + "; ".join(lines)
 
 
 def demo_steps() -> list[DemoStep]:
-    return [_tasks, _agentlab_sample, _wav_demo, _webarena_render_babelcloud, _paper_gold, _demo_metrics]
+    return [
+        _tasks,
+        _agentlab_sample,
+        _wav_demo,
+        _webarena_render_babelcloud,
+        _opagent,
+        _paper_gold,
+        _demo_metrics,
+    ]
 
 
 def build_demo(path: Path = DEMO_DB, on_progress: Callable[[int, int], None] | None = None) -> list[str]:

@@ -20,6 +20,9 @@ from core.store import Store, insert_rows, utcnow
 
 # Run formats whose stated action *is* the executed one: EAR counts a browser error as the mismatch.
 STATED_IS_EXECUTED = frozenset({"agentlab"})
+# Run formats whose executed actions are screen coordinates: the element hit is not recorded, so EAR
+# (stated element vs executed element) is undefined.
+COORDINATE_ACTIONS = frozenset({"opagent"})
 
 # Why a metric is NULL; the report and the real-data test rely on every NULL having one of these.
 NULL_REASONS = {
@@ -30,7 +33,11 @@ NULL_REASONS = {
     "fewer_than_2_requirements": "PSR is defined only for tasks with at least two requirements",
     "no_requirements": "the task has no requirements (not a retrieve task, no must_include)",
     "unresolved_pairs": "the judge could not answer a pair this metric needs (flagged)",
+    "answer_only": "the attempt holds only its final answer, no browser action: step metrics compare nothing",
+    "coordinate_actions": "the executed actions are screen coordinates: which element they hit is not recorded",
 }
+# Metrics over the agent's steps: undefined for an answer-only attempt.
+STEP_METRICS = ("ssr", "ssr_unordered", "rr", "mean_recovery_cost", "repr", "repr_run_members", "ear")
 
 
 METRIC_VALUE_COLUMNS = (
@@ -65,6 +72,8 @@ class TaskInput:
     requirements: list[str] = field(default_factory=list)
     intent: str = ""
     stated_is_executed: bool = False
+    answer_only: bool = False
+    coordinate_actions: bool = False
 
 
 @dataclass
@@ -112,9 +121,10 @@ def load_task_inputs(
 
     fmt = store.query("SELECT source_format FROM runs WHERE name = ?", [run])
     stated_is_executed = bool(fmt) and fmt[0][0] in STATED_IS_EXECUTED
+    coordinate_actions = bool(fmt) and fmt[0][0] in COORDINATE_ACTIONS
     trajectories = store.query_dicts(
         """SELECT t.task_id, t.episode, t.final_answer, t.termination, t.success, t.reward,
-                  e.status AS eval_status, k.intent
+                  coalesce(t.answer_only, false) AS answer_only, e.status AS eval_status, k.intent
            FROM trajectories t
            LEFT JOIN evaluations e ON e.run = t.run AND e.task_id = t.task_id
            LEFT JOIN tasks k ON k.task_id = t.task_id
@@ -162,7 +172,8 @@ def load_task_inputs(
                 success=m.task_success(t["eval_status"], t["success"], t["reward"]), reward=t["reward"],
                 gold_version=version, gold=alternatives,
                 requirements=requirements.get(t["task_id"], ("", []))[1], intent=t["intent"] or "",
-                stated_is_executed=stated_is_executed,
+                stated_is_executed=stated_is_executed, answer_only=bool(t["answer_only"]),
+                coordinate_actions=coordinate_actions,
             )
         )  # fmt: skip
     return inputs
@@ -177,6 +188,8 @@ def _ear_askable(step: AgentStep) -> bool:
 
 def task_pairs(task: TaskInput) -> list[Pair]:
     ctx = task.intent
+    if task.answer_only:
+        return [Pair("requirement_in_answer", r, task.final_answer or "", ctx) for r in task.requirements]
     pairs = [
         Pair("gold_vs_agent", g, s.text, ctx) for alt in task.gold.values() for g in alt for s in task.steps
     ]
@@ -184,7 +197,7 @@ def task_pairs(task: TaskInput) -> list[Pair]:
         Pair("agent_vs_agent", task.steps[i - 1].repeat_text, task.steps[i].repeat_text, "")
         for i in range(1, len(task.steps))
     ]
-    if not task.stated_is_executed:
+    if not task.stated_is_executed and not task.coordinate_actions:
         pairs += [Pair("stated_vs_executed", s.stated, s.executed, "") for s in task.steps if _ear_askable(s)]
     if task.final_answer and task.final_answer.strip():
         pairs += [Pair("requirement_in_answer", r, task.final_answer, ctx) for r in task.requirements]
@@ -230,6 +243,8 @@ def compute_task(
     # Every column on every row: the bulk insert takes its columns from the rows.
     values: dict[str, Any] = dict.fromkeys(METRIC_VALUE_COLUMNS)
     values.update(n_agent=len(steps), n_requirements=len(task.requirements))
+    if task.answer_only:
+        steps = []  # nothing but the answer: no step pair is asked; the step metrics are set NULL below
     # SSR and RR against every gold alternative; keep the best by SSR.
     scored = []
     for alt, gold in sorted(task.gold.items()):
@@ -283,7 +298,9 @@ def compute_task(
     kept = steps
     if preset.ear_truncate_early_stop:
         kept = steps[: m.truncate_at_early_stop([s.executed for s in steps])]
-    if task.stated_is_executed:
+    if task.coordinate_actions:
+        matches = [None] * len(kept)  # replaced below: not a question for the judge
+    elif task.stated_is_executed:
         matches = [s.parsed and not s.error for s in kept]
     else:
         # No stated action, or an executed one that did not parse, is a mismatch by definition (paper
@@ -296,6 +313,8 @@ def compute_task(
     values["ear"] = ear.value
     if ear.value is None:
         reasons["ear"] = "unresolved_pairs" if ear.unresolved else "no_agent_steps"
+    if task.coordinate_actions and kept:
+        reasons["ear"] = "coordinate_actions"
     # PSR against the final answer.
     has_answer = bool(task.final_answer and task.final_answer.strip())
     found = (
@@ -315,6 +334,10 @@ def compute_task(
             "unresolved_pairs" if psr.unresolved else "no_requirements" if not task.requirements
             else "fewer_than_2_requirements"
         )  # fmt: skip
+    if task.answer_only:
+        values.update(dict.fromkeys((*STEP_METRICS, "deviations", "recoveries", "missed_gold")))
+        reasons.update(dict.fromkeys(STEP_METRICS, "answer_only"))
+        alignment = []
     values.update(
         success=task.success, reward=task.reward, termination=task.termination,
         answer_category=m.answer_category(task.termination, task.final_answer),

@@ -86,6 +86,17 @@ class TrajectoryRecord(BaseModel):
     def n_steps(self) -> int:
         return sum(1 for s in self.steps if s.executed_action)
 
+    @property
+    def answer_only(self) -> bool:
+        """The attempt holds its final answer and no browser action besides it: either the harness
+        recorded only a summarising step (babelcloud's renders) or the agent answered without acting.
+        Step metrics have nothing to compare (NULL, reason `answer_only`)."""
+        if not (self.final_answer and self.final_answer.strip()):
+            return False
+        return all(
+            s.action is not None and s.action.verb == "answer" for s in self.steps if s.executed_action
+        )
+
 
 def mark_answers(trajectories: Sequence[TrajectoryRecord]) -> set[tuple[int, str]]:
     """(task_id, episode) of each task's answer: the latest complete attempt, else the latest attempt."""

@@ -46,7 +46,7 @@ def test_runs_page_lists_every_run_with_its_success_rate(open_page, demo_db):
     at = open_page(demo_db)
     assert at.title[0].value == "Runs"
     table = at.dataframe[0].value
-    assert set(table["run"]) == {"wav-demo", "agentlab-sample", "webarena-render-babelcloud"}
+    assert set(table["run"]) == {"wav-demo", "agentlab-sample", "webarena-render-babelcloud", "opagent"}
     babel = table[table["run"] == "webarena-render-babelcloud"].iloc[0]
     with Store(demo_db, read_only=True) as s:
         passed, total = s.query(

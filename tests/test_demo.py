@@ -19,6 +19,7 @@ def test_demo_database_holds_every_source(tmp_path):
             "wav-demo": "wav-run",
             "agentlab-sample": "agentlab",
             "webarena-render-babelcloud": "webarena-render",
+            "opagent": "opagent",
         }
         assert s.query("SELECT count(*) FROM tasks")[0][0] == 812
         assert s.query("SELECT count(*) FROM gold_sets WHERE name = 'paper-gold'")[0][0] == 1
@@ -27,7 +28,7 @@ def test_demo_database_holds_every_source(tmp_path):
         )
         assert scored[0][0] == 2
         with_metrics = dict(s.query("SELECT run, count(*) FROM metrics GROUP BY run"))
-        assert set(with_metrics) == {"agentlab-sample", "webarena-render-babelcloud"}
+        assert set(with_metrics) == {"agentlab-sample", "webarena-render-babelcloud", "opagent"}
     assert not path.with_name(path.name + ".building").exists()
 
 

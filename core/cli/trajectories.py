@@ -102,8 +102,34 @@ def import_jsonl_cmd(
     _problems(s.problems)
 
 
+def import_opagent_cmd(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path, typer.Argument(help="OpAgent run folder (with final_results/<task_id>.json).")
+    ],
+    run: Annotated[str, typer.Option("--run", help="Run name (a run of that name is replaced).")],
+    agent: Annotated[str, typer.Option(help="Agent name.")] = "OpAgent",
+    model: Annotated[str | None, typer.Option(help="Model name.")] = None,
+    paradigm: Annotated[str, ui.PARADIGM_OPTION] = "step_by_step",
+) -> None:
+    """Import OpAgent's per-task trajectory files as one run; each file's score is the run's verdict."""
+    from core.importers.opagent import import_opagent
+
+    with ui.store_from(ctx) as store, ui.progress_bar("importing OpAgent files") as progress:
+        s = import_opagent(
+            store, directory, run, agent=agent, model=model, paradigm=paradigm, on_progress=progress
+        )
+    ui.say(
+        f"run {s.run}: {s.n_tasks} tasks, {s.n_steps} steps, {s.n_screenshots} screenshots from {s.n_files} files; "
+        f"scores: {s.n_success} of {s.n_scored} tasks 1.0"
+    )
+    ui.print_table("terminations", ["termination", "tasks"], sorted(s.terminations.items()))
+    _problems(s.problems)
+
+
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add this area's commands to the main app and to the `import` group."""
+    import_app.command("opagent")(import_opagent_cmd)
     import_app.command("webarena-render")(import_webarena_render_cmd)
     import_app.command("gold")(import_gold_cmd)
     import_app.command("jsonl")(import_jsonl_cmd)

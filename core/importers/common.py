@@ -53,7 +53,7 @@ def write_trajectories(
         traj_rows.append(
             {
                 "run": run, "task_id": t.task_id, "episode": t.episode,
-                "is_answer": (t.task_id, t.episode) in answers, "n_steps": t.n_steps,
+                "is_answer": (t.task_id, t.episode) in answers, "n_steps": t.n_steps, "answer_only": t.answer_only,
                 "final_answer": t.final_answer, "reward": t.reward, "success": t.success,
                 "termination": t.termination, "termination_detail": t.termination_detail,
                 "plan": None if t.plan is None else orjson.dumps(t.plan).decode(), "goal": t.goal,

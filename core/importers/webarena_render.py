@@ -42,6 +42,7 @@ from core.action_grammar.webarena import (
 from core.datasets import ensure_tasks
 from core.errors import InputError
 from core.importers.common import import_run
+from core.offline_runs import write_offline
 from core.runs import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
 from core.store import Store, insert_rows, utcnow
 
@@ -573,7 +574,10 @@ def import_webarena_render(
         meta,
         trajectories,
         problems,
-        extra_writes=[lambda cur: insert_rows(cur, "evaluations", evaluations)],
+        extra_writes=[
+            lambda cur: insert_rows(cur, "evaluations", evaluations),
+            lambda cur: write_offline(cur, run),
+        ],
     )
 
     summary.n_tasks = len(rendered)

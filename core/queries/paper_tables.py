@@ -8,9 +8,11 @@ left out, never counted as 0).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from core.metrics import ANSWER_CATEGORIES, task_success
@@ -91,18 +93,29 @@ def metric_means(
     store: Store, runs: Sequence[str], *, gold_set: str | None = None, judge_config: str | None = None,
     preset: str = "default",
 ) -> pd.DataFrame:  # fmt: skip
-    """Table 4: per run and metric, mean ± SD with n and CI; `ssr_successful` is SSR over successful tasks."""
+    """Table 4: per run and metric, mean ± SD with n and CI; `ssr_successful` is SSR over successful tasks.
+    `left_out` counts the tasks whose metric is undefined (NULL, never 0) and `left_out_why` says why
+    (no_gold, answer_only, unresolved_pairs, ...: core.metrics_run.NULL_REASONS)."""
     df = _metrics(store, runs, gold_set, judge_config, preset)
+    reasons = [orjson.loads(r) if isinstance(r, str) else {} for r in df["null_reasons"]]
+    df = df.assign(_reasons=reasons)
     rows = []
     for run in runs:
         part = df[df.run == run]
         for metric in (*METRIC_COLUMNS, "ssr_successful"):
             if metric == "ssr_successful":
-                values = part[part.success.fillna(False).astype(bool)].ssr.tolist()
+                part_m = part[part.success.fillna(False).astype(bool)]
+                values, column = part_m.ssr.tolist(), "ssr"
             else:
-                values = part[metric].tolist()
+                part_m, values, column = part, part[metric].tolist(), metric
             stats = summarize([None if pd.isna(v) else v for v in values])
-            rows.append({"run": run, "metric": metric, **stats, "tasks": len(part)})
+            left_out = Counter(
+                r.get(column, "null") for r, v in zip(part_m._reasons, values, strict=True) if pd.isna(v)
+            )
+            rows.append({
+                "run": run, "metric": metric, **stats, "tasks": len(part), "left_out": sum(left_out.values()),
+                "left_out_why": ", ".join(f"{reason} {n}" for reason, n in left_out.most_common()) or None,
+            })  # fmt: skip
     return pd.DataFrame(rows)
 
 
