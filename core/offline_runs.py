@@ -47,17 +47,19 @@ class OfflineSummary:
 def _inputs(cur: duckdb.DuckDBPyConnection, run: str) -> list[TaskInput]:
     rows = cur.execute(
         """
+        WITH pages AS (
+            SELECT task_id, episode, arg_max(url, idx) AS last_url, arg_min(url, idx) AS first_url
+            FROM steps WHERE run = $run AND url IS NOT NULL GROUP BY task_id, episode
+        )
         SELECT t.task_id, t.task_config, t.final_answer, coalesce(t.answer_only, false) AS answer_only,
-               (SELECT url FROM steps s WHERE s.run = t.run AND s.task_id = t.task_id AND s.episode = t.episode
-                 AND s.url IS NOT NULL ORDER BY s.idx DESC LIMIT 1) AS last_url,
-               (SELECT url FROM steps s WHERE s.run = t.run AND s.task_id = t.task_id AND s.episode = t.episode
-                 AND s.url IS NOT NULL ORDER BY s.idx LIMIT 1) AS first_url,
+               p.last_url, p.first_url,
                o.task_id AS o_task_id, o.intent, o.sites, o.start_url, o.eval_types, o.reference_answers,
                o.reference_url, o.program_html, o.string_note
         FROM trajectories t LEFT JOIN original_tasks o ON o.task_id = t.task_id
-        WHERE t.run = ? AND t.is_answer ORDER BY t.task_id
+        LEFT JOIN pages p ON p.task_id = t.task_id AND p.episode = t.episode
+        WHERE t.run = $run AND t.is_answer ORDER BY t.task_id
         """,
-        [run],
+        {"run": run},
     ).fetchall()
     names = [d[0] for d in cur.description]
     inputs = []

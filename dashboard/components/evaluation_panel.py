@@ -39,8 +39,16 @@ def render(run: str, task_id: int, header: dict) -> None:
             st.info("This task has no evaluation in this run.")
         return
     for r in rows:
-        failing = r["status"] != "success"
-        title = f"{verdict_label(r['status'])} · {r['evaluator']} #{r['idx']}"
+        failing = r["status"] != "success"  # unresolved ones open too: their sentence says what is missing
+        offline = str(r.get("source") or "").startswith("offline")
+        where = (
+            " · re-checked offline ("
+            + ("the run's config" if r["source"].endswith("recorded-config") else "the original task config")
+            + ")"
+            if offline
+            else ""
+        )
+        title = f"{verdict_label(r['status'])} · {r['evaluator']} #{r['idx']}{where}"
         with st.expander(title, expanded=failing):
             if r.get("explanation") and failing:
                 st.error(escape_md(r["explanation"], limit=None))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 # Plain symbols every font has (emoji need a colour font the reviewer may not have).
-VERDICT_ICONS = {"success": "✓", "failure": "✗", "error": "⚠", "unscored": "·"}
+VERDICT_ICONS = {"success": "✓", "failure": "✗", "error": "⚠", "unscored": "·", "unresolved": "?"}
 
 
 def pct(value: float | None, digits: int = 1) -> str:

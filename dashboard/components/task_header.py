@@ -47,6 +47,12 @@ def render(h: dict[str, Any], run: str) -> None:
                 st.error(escape_md(sentence, limit=None), icon=":material/report:")
         else:
             st.warning("No explanation recorded for this failure (the run carries a bare verdict).")
+    if h.get("verdict_disagrees"):
+        st.warning(
+            f"The offline re-check of WebArena's original evaluators says {h['offline_status']}, the run's own "
+            "verdict says otherwise: both are kept (see the Evaluation tab and docs/offline-evaluation.md).",
+            icon=":material/compare_arrows:",
+        )
     if h["cannot_pass"] or cannot_pass_evidence(h["task_id"]):
         st.warning(cannot_pass_evidence(h["task_id"]) or "Flagged cannot-pass.", icon=":material/block:")
 

@@ -58,7 +58,7 @@ view = shown.assign(verdict=[f"{VERDICT_ICONS.get(v, '')} {v}" for v in shown["v
 picked = st.dataframe(
     view, hide_index=True, on_select="rerun", height=min(38 + 35 * len(view), 640), placeholder="–", selection_mode="single-row", key=f"triage-{run}-{flt.fingerprint()}",
     column_order=("task_id", "site", "intent", "verdict", "verdict_source", "failing_evaluators", "explanation",
-                  "termination", "steps", "has_gold", "ssr", "ear", "cannot_pass", "label", "problems"),
+                  "termination", "steps", "has_gold", "ssr", "ear", "cannot_pass", "disagrees", "label", "problems"),
     column_config={
         "task_id": st.column_config.NumberColumn("task", format="%d", width="small"),
         "intent": st.column_config.TextColumn("intent", width="medium"),
@@ -70,6 +70,9 @@ picked = st.dataframe(
         "ear": st.column_config.NumberColumn("EAR", format="%.2f"),
         "cannot_pass": st.column_config.CheckboxColumn("cannot pass", help="the engine rejects the task's own answer"),
         "problems": st.column_config.NumberColumn("import problems"),
+        "disagrees": st.column_config.CheckboxColumn(
+            "offline disagrees", help="WebArena's original evaluators, re-checked offline, decide otherwise"
+        ),
     },
 )  # fmt: skip
 if picked.selection.rows:
