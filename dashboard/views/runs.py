@@ -56,18 +56,23 @@ charted = state.url_multiselect(
     "chart",
     help="Every chart is one run; the selection is part of the page's URL.",
 )
-grid = st.columns(2) if len(charted) > 1 else [st.container()]
-for i, run in enumerate(charted):
-    per_site = read(q.success_by_site, run)
-    if per_site is None or per_site["scored"].sum() == 0:
-        grid[i % len(grid)].info(f"{run}: no scored task to chart.")
-        continue
-    row = runs[runs["run"] == run].iloc[0]
-    title = f"{run} — {rate_with_ci(row.success_rate, row.ci_low, row.ci_high, int(row.scored))}"
-    clicked = grid[i % len(grid)].plotly_chart(
-        success_by_site(per_site, title), on_select="rerun", selection_mode="points", key=f"site-chart-{run}",
-        config={"displaylogo": False},
-    )  # fmt: skip
-    points = clicked.selection.points if clicked else []
-    if points:
-        state.go(state.TRIAGE_PAGE, {"run": run, "site": points[0]["customdata"]})
+# One tab per charted run; only the open tab builds its chart (a page of many Plotly charts makes every
+# click on this page slow in the browser).
+if charted:
+    for run, tab in zip(charted, state.url_tabs(charted, "site_chart"), strict=True):
+        if not tab.open:
+            continue
+        with tab:
+            per_site = read(q.success_by_site, run)
+            if per_site is None or per_site["scored"].sum() == 0:
+                st.info(f"{run}: no scored task to chart.")
+                continue
+            row = runs[runs["run"] == run].iloc[0]
+            title = f"{run} — {rate_with_ci(row.success_rate, row.ci_low, row.ci_high, int(row.scored))}"
+            clicked = st.plotly_chart(
+                success_by_site(per_site, title), on_select="rerun", selection_mode="points",
+                key=f"site-chart-{run}", config={"displaylogo": False},
+            )  # fmt: skip
+            points = clicked.selection.points if clicked else []
+            if points:
+                state.go(state.TRIAGE_PAGE, {"run": run, "site": points[0]["customdata"]})
