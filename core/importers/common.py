@@ -59,6 +59,7 @@ def write_trajectories(
                 "plan": None if t.plan is None else orjson.dumps(t.plan).decode(), "goal": t.goal,
                 "task_config": None if t.task_config is None else orjson.dumps(t.task_config).decode(),
                 "source_path": t.source_path, "started_at": t.started_at, "elapsed_s": t.elapsed_s,
+                "answer_only": t.answer_only, "final_url": t.final_url,
             }
         )  # fmt: skip
         for s in t.steps:
