@@ -237,7 +237,7 @@ def read_task_file(path: Path, root: Path, task_id: int) -> tuple[TrajectoryReco
             task_id=task_id, episode="0", final_answer=_clip(answer), reward=None if score is None else float(score),
             success=None if score is None else float(score) >= 1.0, termination=termination,
             termination_detail=detail, goal=_clip(intent) if isinstance(intent, str) else None,
-            task_config=configs, source_path=str(path), final_url=previous_url if steps else None,
+            task_config=configs, source_path=str(path), final_url=previous_url,
             order_key=0, steps=steps,
         ),
         problems,
