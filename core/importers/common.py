@@ -113,11 +113,17 @@ def import_run(
 ) -> None:
     """Write a whole run atomically: replace it, then its trajectories, problems and any extra writes.
 
-    `extra_writes` are callables `f(cur)` for format-specific tables (e.g. network events).
+    `extra_writes` are callables `f(cur)` for format-specific tables (e.g. network events). Runs without
+    network traces are then evaluated offline with WebArena's evaluators (core.offline_eval; well under
+    a second for 812 tasks), in the same transaction.
     """
+    from core.offline_eval.run import NO_TRACE_FORMATS, evaluate_offline_on
+
     with store.transaction() as cur:
         replace_run(cur, meta)
         write_trajectories(cur, meta.name, trajectories)
         write_problems(cur, meta.name, problems)
         for write in extra_writes:
             write(cur)
+        if meta.source_format in NO_TRACE_FORMATS and trajectories:
+            evaluate_offline_on(cur, meta.name)

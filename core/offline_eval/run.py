@@ -26,7 +26,7 @@ import orjson
 
 from core.explanations import clip
 from core.offline_eval.webarena import FuzzyAnswer, Outcome, TaskRecord, combined_status, evaluate_task
-from core.store import insert_rows
+from core.store import Store, insert_rows
 
 # Run formats without network traces: the official engine cannot score them, the offline evaluators can.
 NO_TRACE_FORMATS = frozenset({"webarena-render", "agentlab", "jsonl", "opagent"})
@@ -238,3 +238,25 @@ def evaluate_offline_on(
             if o.unresolved_reason:
                 summary.unresolved_reasons[o.unresolved_reason] += 1
     return summary
+
+
+def evaluate_run_offline(
+    store: Store, run: str, *, fuzzy_judge: Any = None, on_progress: Callable[[int, int], None] | None = None
+) -> OfflineSummary:
+    """`trajreview evaluate-offline`: re-run the offline evaluators of a stored run in one transaction.
+    With a `FuzzyJudge` (core.offline_eval.fuzzy), fuzzy_match and the N/A rule are asked to the LLM first."""
+    from core.errors import TrajreviewError
+
+    found = store.query("SELECT source_format FROM runs WHERE name = ?", [run])
+    if not found:
+        raise TrajreviewError(f"no run named {run!r}; import it first")
+    if found[0][0] not in NO_TRACE_FORMATS:
+        raise TrajreviewError(
+            f"run {run!r} ({found[0][0]}) has network traces: score it with `trajreview evaluate --run {run}`"
+        )
+    fuzzy = None
+    if fuzzy_judge is not None:
+        records = load_task_records(store.cursor(), run)
+        fuzzy = fuzzy_judge.prefetch([r for _, _, r, _, _ in records if r is not None])
+    with store.transaction() as cur:
+        return evaluate_offline_on(cur, run, fuzzy=fuzzy, on_progress=on_progress)
