@@ -19,7 +19,11 @@ from core.requirements import ensure_requirements, requirements_by_task
 from core.store import Store, insert_rows, utcnow
 
 # Run formats whose stated action *is* the executed one: EAR counts a browser error as the mismatch.
-STATED_IS_EXECUTED = frozenset({"agentlab"})
+# OpAgent: the executed action is the planner's own structured action (type and values; the grounder
+# adds only screen coordinates, which cannot be checked without the screen).
+STATED_IS_EXECUTED = frozenset({"agentlab", "opagent"})
+# Metrics over the agent's steps: undefined for a trajectory that records only its final answer.
+STEP_METRICS = ("ssr", "ssr_unordered", "rr", "mean_recovery_cost", "repr", "repr_run_members", "ear")
 
 # Why a metric is NULL; the report and the real-data test rely on every NULL having one of these.
 NULL_REASONS = {
@@ -30,6 +34,7 @@ NULL_REASONS = {
     "fewer_than_2_requirements": "PSR is defined only for tasks with at least two requirements",
     "no_requirements": "the task has no requirements (not a retrieve task, no must_include)",
     "unresolved_pairs": "the judge could not answer a pair this metric needs (flagged)",
+    "answer_only": "the trajectory records only the final answer, no browser action (step metrics do not apply)",
 }
 
 
@@ -65,6 +70,7 @@ class TaskInput:
     requirements: list[str] = field(default_factory=list)
     intent: str = ""
     stated_is_executed: bool = False
+    answer_only: bool = False
 
 
 @dataclass
@@ -104,7 +110,7 @@ def load_task_inputs(store: Store, run: str, gold_set: str | None) -> list[TaskI
     stated_is_executed = bool(fmt) and fmt[0][0] in STATED_IS_EXECUTED
     trajectories = store.query_dicts(
         """SELECT t.task_id, t.episode, t.final_answer, t.termination, t.success, t.reward,
-                  e.status AS eval_status, k.intent
+                  coalesce(t.answer_only, FALSE) AS answer_only, e.status AS eval_status, k.intent
            FROM trajectories t
            LEFT JOIN evaluations e ON e.run = t.run AND e.task_id = t.task_id
            LEFT JOIN tasks k ON k.task_id = t.task_id
@@ -147,7 +153,7 @@ def load_task_inputs(store: Store, run: str, gold_set: str | None) -> list[TaskI
                 success=m.task_success(t["eval_status"], t["success"], t["reward"]), reward=t["reward"],
                 gold_version=version, gold=alternatives,
                 requirements=requirements.get(t["task_id"], ("", []))[1], intent=t["intent"] or "",
-                stated_is_executed=stated_is_executed,
+                stated_is_executed=stated_is_executed, answer_only=t["answer_only"],
             )
         )  # fmt: skip
     return inputs
@@ -162,6 +168,8 @@ def _ear_askable(step: AgentStep) -> bool:
 
 def task_pairs(task: TaskInput) -> list[Pair]:
     ctx = task.intent
+    if task.answer_only:  # no step metric: only the answer is judged
+        return _answer_pairs(task)
     pairs = [
         Pair("gold_vs_agent", g, s.text, ctx) for alt in task.gold.values() for g in alt for s in task.steps
     ]
@@ -171,9 +179,13 @@ def task_pairs(task: TaskInput) -> list[Pair]:
     ]
     if not task.stated_is_executed:
         pairs += [Pair("stated_vs_executed", s.stated, s.executed, "") for s in task.steps if _ear_askable(s)]
+    return pairs + _answer_pairs(task)
+
+
+def _answer_pairs(task: TaskInput) -> list[Pair]:
     if task.final_answer and task.final_answer.strip():
-        pairs += [Pair("requirement_in_answer", r, task.final_answer, ctx) for r in task.requirements]
-    return pairs
+        return [Pair("requirement_in_answer", r, task.final_answer, task.intent) for r in task.requirements]
+    return []
 
 
 # -- per-task computation (pure given the verdicts) ----------------------------------------------
@@ -215,6 +227,15 @@ def compute_task(
     # Every column on every row: the bulk insert takes its columns from the rows.
     values: dict[str, Any] = dict.fromkeys(METRIC_VALUE_COLUMNS)
     values.update(n_agent=len(steps), n_requirements=len(task.requirements))
+    if task.answer_only:
+        # Only the final answer was recorded: step metrics are undefined, not 0; PSR still applies.
+        if task.gold:
+            alt = min(task.gold)
+            values.update(gold_version=task.gold_version, alternative=alt, n_gold=len(task.gold[alt]))
+        reasons.update(dict.fromkeys(STEP_METRICS, "answer_only"))
+        _answer_metrics(task, ask, preset, values, reasons)
+        approximate = any(v.approximate for v in used.values())
+        return values, [], reasons, approximate, sum(1 for v in used.values() if v.verdict is None)
     # SSR and RR against every gold alternative; keep the best by SSR.
     scored = []
     for alt, gold in sorted(task.gold.items()):
@@ -281,10 +302,22 @@ def compute_task(
     values["ear"] = ear.value
     if ear.value is None:
         reasons["ear"] = "unresolved_pairs" if ear.unresolved else "no_agent_steps"
-    # PSR against the final answer.
+    _answer_metrics(task, ask, preset, values, reasons)
+    approximate = any(v.approximate for v in used.values())
+    unresolved = sum(1 for v in used.values() if v.verdict is None)
+    return values, alignment, reasons, approximate, unresolved
+
+
+def _answer_metrics(
+    task: TaskInput, ask: Callable[[Pair], bool | None], preset: m.Preset, values: dict, reasons: dict
+) -> None:
+    """PSR against the final answer, and the task's facts (success, termination, answer category)."""
     has_answer = bool(task.final_answer and task.final_answer.strip())
     found = (
-        [ask(Pair("requirement_in_answer", r, task.final_answer or "", ctx)) for r in task.requirements]
+        [
+            ask(Pair("requirement_in_answer", r, task.final_answer or "", task.intent))
+            for r in task.requirements
+        ]
         if has_answer
         else [False] * len(task.requirements)
     )
@@ -304,9 +337,6 @@ def compute_task(
         success=task.success, reward=task.reward, termination=task.termination,
         answer_category=m.answer_category(task.termination, task.final_answer),
     )  # fmt: skip
-    approximate = any(v.approximate for v in used.values())
-    unresolved = sum(1 for v in used.values() if v.verdict is None)
-    return values, alignment, reasons, approximate, unresolved
 
 
 # -- the whole run -------------------------------------------------------------------------------
