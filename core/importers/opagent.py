@@ -217,6 +217,8 @@ def read_task_file(path: Path, root: Path, task_id: int) -> tuple[TrajectoryReco
         previous_url = page_url or previous_url
         last_image = None
     answer = extract_answer(generated.get("generated_final_answer")) if generated else None
+    if answer is not None and len(answer) > _MAX_TEXT:
+        problem("long_text", f"final answer of {len(answer):,} characters clipped to {_MAX_TEXT:,}")
     if answer is None:
         termination, detail = "none", ("no generated answer" if generated is None else "no <answer> tag")
     elif is_na_answer(answer):
