@@ -35,7 +35,9 @@ def test_demo_database_holds_every_source(tmp_path):
             " AND (explanation IS NULL OR trim(explanation) = '')"
         )
         assert unexplained == []
-        assert s.query("SELECT count(*) FROM evaluations WHERE status <> 'success'")[0][0] == 3 + 1 + 260 + 228
+        assert (
+            s.query("SELECT count(*) FROM evaluations WHERE status <> 'success'")[0][0] == 3 + 1 + 260 + 228
+        )
         # Real multi-step alignments for the review pages.
         assert s.query("SELECT count(DISTINCT task_id) FROM alignments WHERE run = 'opagent'")[0][0] > 500
     assert not path.with_name(path.name + ".building").exists()
