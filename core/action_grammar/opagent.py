@@ -12,10 +12,10 @@ Values come from an untrusted file: they are read as data, never evaluated, and 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from core.action_grammar import ParsedAction
-from core.action_grammar.webarena import parse_gold_step
 
 # OpAgent action_type -> canonical verb (core.action_grammar.VERBS). right_click and the zooms have no
 # canonical verb of their own: right_click is a click, the zooms change the view like a scroll.
@@ -30,6 +30,9 @@ _WORDS = {
     "zoom_in": "Zoom in", "zoom_out": "Zoom out",
 }  # fmt: skip
 _CLIP = 300
+# A quoted name: an opening quote not inside a word, up to the same (or the matching curly) quote that
+# is not followed by a letter ("Women's" stays inside).
+_FIRST_QUOTED = re.compile(r"(?<!\w)(['\"‘“])(.+?)(?:\1|[’”])(?!\w)")  # noqa: RUF001
 
 
 def _text(value: Any, limit: int = _CLIP) -> str | None:
@@ -78,11 +81,11 @@ def parse_opagent_action(action: Any, instruction: str | None = None) -> ParsedA
     verb = _VERBS.get(action_type, "unknown")
     parsed = ParsedAction(raw=raw_action(action_type, params), verb=verb)
     if verb in ("click", "dblclick", "hover", "type", "select"):
-        # The element the planner meant: its instruction names it the way a gold step does.
-        meant = parse_gold_step(instruction) if instruction else None
-        if meant is not None and meant.element_label:
-            parsed.element_label = _text(meant.element_label, 200)
-            parsed.element_role = meant.element_role
+        # The element the planner meant: the first quoted name in its instruction ("Click the 'REPORTS'
+        # menu item"), quoted the way gold steps quote labels.
+        meant = _FIRST_QUOTED.search(instruction) if instruction else None
+        if meant is not None and meant.group(2).strip():
+            parsed.element_label = _text(meant.group(2).strip(), 200)
     if verb == "type":
         parsed.value = _text(params.get("content"), 2000)
         if params.get("press_enter") in (True, 1, "true", "True"):

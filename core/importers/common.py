@@ -126,4 +126,4 @@ def import_run(
         for write in extra_writes:
             write(cur)
         if meta.source_format in NO_TRACE_FORMATS and trajectories:
-            evaluate_offline_on(cur, meta.name)
+            evaluate_offline_on(cur, meta.name, trajectories=trajectories)

@@ -67,9 +67,8 @@ class OpAgentImportSummary:
 def _clip(value: Any) -> str | None:
     if value is None:
         return None
+    # orjson refuses invalid UTF-8 and lone surrogates on load: every string here can be stored.
     text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
-    # Lone surrogates cannot be stored; orjson already refused invalid UTF-8 on load.
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
 
 

@@ -111,20 +111,54 @@ def load_task_records(
     out = []
     for values in rows.fetchall():
         row = dict(zip(names, values, strict=True))
-        config = _json(row["task_config"])
-        eval_config = config.get("eval") if isinstance(config, dict) else None
-        source = "run"
-        intent = config.get("intent") if isinstance(config, dict) else None
-        if not isinstance(eval_config, dict) or not eval_config.get("eval_types"):
-            eval_config, source, intent = _original_eval(row), "original", row["o_intent"]
-        if eval_config is None:
-            out.append((row["task_id"], None, None, row["run_status"], row["run_source"]))
-            continue
-        answer = row["final_answer"] if row["final_answer"] is not None else row["last_answer"]
-        last_url = None if row["answer_only"] else (row["final_url"] or row["last_step_url"])
-        record = TaskRecord(eval_config, str(intent or ""), answer, last_url)
-        out.append((row["task_id"], source, record, row["run_status"], row["run_source"]))
+        out.append((row["task_id"], *_record(row), row["run_status"], row["run_source"]))
     return out
+
+
+def records_from_trajectories(
+    cur: duckdb.DuckDBPyConnection, run: str, trajectories: Sequence[Any]
+) -> list[tuple[int, str | None, TaskRecord | None, str | None, str | None]]:
+    """The same records as `load_task_records`, built from the run's in-memory `TrajectoryRecord`s (the
+    import path: the steps just inserted need not be read back)."""
+    from core.runs import mark_answers
+
+    answers = mark_answers(trajectories)
+    originals = cur.execute(
+        "SELECT task_id, intent AS o_intent, eval_types AS o_eval_types, reference_answers AS o_reference_answers,"
+        " reference_url AS o_reference_url, program_html AS o_program_html, string_note AS o_string_note"
+        " FROM original_tasks"
+    )
+    names = [d[0] for d in originals.description]
+    original = {row[0]: dict(zip(names, row, strict=True)) for row in originals.fetchall()}
+    verdicts = {t: (status, source) for t, status, source in cur.execute(
+        "SELECT task_id, status, source FROM evaluations WHERE run = ?", [run]).fetchall()}  # fmt: skip
+    out = []
+    for t in sorted((t for t in trajectories if (t.task_id, t.episode) in answers), key=lambda t: t.task_id):
+        status, source = verdicts.get(t.task_id, (None, None))
+        last = t.steps[-1] if t.steps else None
+        row = {
+            "task_config": t.task_config, "final_answer": t.final_answer, "final_url": t.final_url,
+            "answer_only": t.answer_only, "last_step_url": last.url if last else None,
+            "last_answer": last.action.answer if last and last.action else None,
+            **original.get(t.task_id, dict.fromkeys(names[1:])),
+        }  # fmt: skip
+        out.append((t.task_id, *_record(row), status, source))
+    return out
+
+
+def _record(row: dict[str, Any]) -> tuple[str | None, TaskRecord | None]:
+    """(config source, record) of one task's answer attempt."""
+    config = _json(row["task_config"])
+    eval_config = config.get("eval") if isinstance(config, dict) else None
+    source = "run"
+    intent = config.get("intent") if isinstance(config, dict) else None
+    if not isinstance(eval_config, dict) or not eval_config.get("eval_types"):
+        eval_config, source, intent = _original_eval(row), "original", row["o_intent"]
+    if eval_config is None:
+        return None, None
+    answer = row["final_answer"] if row["final_answer"] is not None else row["last_answer"]
+    last_url = None if row["answer_only"] else (row["final_url"] or row["last_step_url"])
+    return source, TaskRecord(eval_config, str(intent or ""), answer, last_url)
 
 
 def evaluate_records(
@@ -224,10 +258,14 @@ def _dump(value: Any) -> str | None:
 
 def evaluate_offline_on(
     cur: duckdb.DuckDBPyConnection, run: str, *, fuzzy: FuzzyAnswer | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None, trajectories: Sequence[Any] = (),
 ) -> OfflineSummary:  # fmt: skip
-    """Evaluate and write, on the caller's cursor (inside its transaction)."""
-    results = evaluate_records(load_task_records(cur, run), fuzzy, on_progress)
+    """Evaluate and write, on the caller's cursor (inside its transaction). An importer passes the
+    `trajectories` it is writing, so nothing is read back."""
+    records = (
+        records_from_trajectories(cur, run, trajectories) if trajectories else load_task_records(cur, run)
+    )
+    results = evaluate_records(records, fuzzy, on_progress)
     summary = OfflineSummary(run=run, tasks=len(results), results=results)
     summary.explained = write_results(cur, run, results)
     for r in results:
