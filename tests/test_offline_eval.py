@@ -213,3 +213,18 @@ def test_fuzzy_questions_go_to_the_llm_once_and_are_cached(runs_db: Path, tmp_pa
         again = _FakeStage()
         evaluate_run_offline(store, "babelcloud", fuzzy_judge=FuzzyJudge(store, again))
         assert again.asked == []  # every verdict came from the judgments cache
+
+
+def test_read_models_for_the_review_page(runs: Store):
+    from core.queries.offline import answer_only_tasks, disagreements, task_evaluators, task_verdicts
+
+    rows = task_evaluators(runs, "opagent", 386)
+    assert [(r["evaluator"], r["source"], r["status"]) for r in rows] == [
+        ("string_match", "offline-run-config", "failure")
+    ]
+    assert rows[0]["expected"] == {"must_include": ["65 |OR| 3"]} and rows[0]["actual"] == "3"
+    verdict = task_verdicts(runs, "opagent", 386)
+    assert verdict["status"] == "success" and verdict["offline_disagrees"] and not verdict["answer_only"]
+    assert [d["task_id"] for d in disagreements(runs, "opagent")] == [82, 214, 342, 386]
+    assert len(answer_only_tasks(runs, "babelcloud")) == 812 and answer_only_tasks(runs, "opagent") == []
+    assert task_verdicts(runs, "opagent", 163) is None  # no file for that task
