@@ -61,10 +61,10 @@ def test_url_match_rules_and_placeholders():
         canonical_url("http://ec2-1-2.compute.amazonaws.com:7780/admin/sales") == "__SHOPPING_ADMIN__/sales"
     )
     assert canonical_url("https://cn.bing.com/search?q=x") == "https://cn.bing.com/search?q=x"
-    ref = "__GITLAB__/root/metaseq/-/issues/?search=OPT&label_name%5B%5D=question"
-    ok = "http://ecs_ip:8023/root/metaseq/-/issues/?sort=created_date&label_name%5B%5D=question&search=OPT"
+    ref = "__GITLAB__/byteblaze/metaseq/-/issues/?search=OPT&label_name%5B%5D=question"
+    ok = "http://ecs_ip:8023/byteblaze/metaseq/-/issues/?sort=created_date&label_name%5B%5D=question&search=OPT"
     assert wa.url_match(ref, ok).status == "success"  # GOLD in PRED: extra query keys are fine
-    missing = wa.url_match(ref, "http://ecs_ip:8023/root/metaseq/-/issues/?search=OPT")
+    missing = wa.url_match(ref, "http://ecs_ip:8023/byteblaze/metaseq/-/issues/?search=OPT")
     assert missing.status == "failure" and "label_name[]=question" in missing.explanation
     other = wa.url_match("__SHOPPING__/a.html |OR| __SHOPPING__/b.html", "http://localhost:7770/c.html")
     assert other.status == "failure" and other.explanation.startswith("the last page was __SHOPPING__/c.html")
