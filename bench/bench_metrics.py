@@ -48,7 +48,7 @@ def _volume_inputs(store: Store) -> list:
         while len(steps) < MIN_AGENT_STEPS:
             steps += sample[k % len(sample)].steps
             k += 1
-        inputs.append(replace(task, steps=steps, stated_is_executed=True))
+        inputs.append(replace(task, steps=steps, stated_is_executed=True, answer_only=False))
     return inputs
 
 

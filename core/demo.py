@@ -52,17 +52,6 @@ def _webarena_render_babelcloud(store: Store) -> str:
     return f"webarena-render-babelcloud: {s.n_tasks} tasks, {s.n_pass} PASS / {s.n_fail} FAIL"
 
 
-def _opagent(store: Store) -> str:
-    # OpAgent's whole published run: 809 multi-step trajectories with their scores and 35 with screenshots.
-    from core.importers.opagent import import_opagent
-    from core.paths import shared_data_dir
-
-    s = import_opagent(
-        store, shared_data_dir() / "oagent-run", "opagent", model="gemini-3-pro + qwen2.5-vl-72b"
-    )
-    return f"opagent: {s.n_tasks} tasks, {s.n_steps} steps, {s.n_success}/{s.n_scored} scored 1.0"
-
-
 def _paper_gold(store: Store) -> str:
     # The paper's human gold trajectories.
     from core.importers.gold import import_gold
@@ -72,28 +61,46 @@ def _paper_gold(store: Store) -> str:
     return f"paper-gold: {s.n_tasks} tasks, {s.n_alternatives} alternatives, {s.n_flagged} flagged rows"
 
 
+def _opagent(store: Store) -> str:
+    # OpAgent's whole 809-task multi-step run (Apache-2.0), its scores as the run's own verdicts; the
+    # import evaluates it offline too, like every run without traces.
+    from core.importers.opagent import import_opagent
+    from core.paths import shared_data_dir
+
+    s = import_opagent(store, shared_data_dir() / "oagent-run", "opagent", paradigm="step_by_step")
+    return f"opagent: {s.n_tasks} tasks, {s.n_steps} steps, {s.n_success} successes of {s.n_scored} scored"
+
+
+def _offline_evaluation(store: Store) -> str:
+    # Runs without traces were evaluated offline at import: say how far they agree with their own verdicts.
+    from core.offline_eval.agreement import agreement
+
+    parts = []
+    for run in ("agentlab-sample", "webarena-render-babelcloud", "opagent"):
+        a = agreement(store, run)
+        parts.append(f"{run} {a.agree}/{a.all_decidable}")
+    return "offline evaluators agree with the runs' own verdicts (all-decidable tasks): " + ", ".join(parts)
+
+
 def _demo_metrics(store: Store) -> str:
     # Offline judge: the demo must build without any LLM endpoint; results are marked approximate.
+    # Without the optional embedding stage, so the demo builds in seconds (`trajreview metrics` uses it).
     from core.judge.cascade import make_judge
     from core.metrics_run import run_metrics
 
     lines = []
-    for run in ("opagent", "agentlab-sample", "webarena-render-babelcloud"):
-        summary = run_metrics(store, run, "paper-gold", make_judge("offline", store))
+    for run in ("agentlab-sample", "webarena-render-babelcloud", "opagent"):
+        judge = make_judge("offline", store, use_embeddings=False)
+        summary = run_metrics(store, run, "paper-gold", judge)
         lines.append(f"{run} {summary.tasks_with_gold}/{summary.tasks} tasks with gold")
     return "metrics (offline judge vs paper-gold): " + "; ".join(lines)
 
 
 def demo_steps() -> list[DemoStep]:
     return [
-        _tasks,
-        _agentlab_sample,
-        _wav_demo,
-        _webarena_render_babelcloud,
-        _opagent,
-        _paper_gold,
-        _demo_metrics,
-    ]
+        _tasks, _agentlab_sample, _wav_demo, _webarena_render_babelcloud, _opagent, _offline_evaluation,
+        _paper_gold, _demo_metrics,
+    ]  # fmt: skip
 
 
 def build_demo(path: Path = DEMO_DB, on_progress: Callable[[int, int], None] | None = None) -> list[str]:

@@ -20,9 +20,11 @@ from core.store import Store, insert_rows, utcnow
 
 # Run formats whose stated action *is* the executed one: EAR counts a browser error as the mismatch.
 STATED_IS_EXECUTED = frozenset({"agentlab"})
-# Run formats whose executed actions are screen coordinates: the element hit is not recorded, so EAR
-# (stated element vs executed element) is undefined.
+# Run formats whose executed actions are screen coordinates (OpAgent's grounder): which element a step
+# hit is not recorded, so EAR (the stated element vs the executed one) is undefined, not "no error".
 COORDINATE_ACTIONS = frozenset({"opagent"})
+# Metrics over the agent's steps: undefined for a trajectory that records only its final answer.
+STEP_METRICS = ("ssr", "ssr_unordered", "rr", "mean_recovery_cost", "repr", "repr_run_members", "ear")
 
 # Why a metric is NULL; the report and the real-data test rely on every NULL having one of these.
 NULL_REASONS = {
@@ -33,11 +35,9 @@ NULL_REASONS = {
     "fewer_than_2_requirements": "PSR is defined only for tasks with at least two requirements",
     "no_requirements": "the task has no requirements (not a retrieve task, no must_include)",
     "unresolved_pairs": "the judge could not answer a pair this metric needs (flagged)",
-    "answer_only": "the attempt holds only its final answer, no browser action: step metrics compare nothing",
+    "answer_only": "the trajectory records only the final answer, no browser action (step metrics do not apply)",
     "coordinate_actions": "the executed actions are screen coordinates: which element they hit is not recorded",
 }
-# Metrics over the agent's steps: undefined for an answer-only attempt.
-STEP_METRICS = ("ssr", "ssr_unordered", "rr", "mean_recovery_cost", "repr", "repr_run_members", "ear")
 
 
 METRIC_VALUE_COLUMNS = (
@@ -124,7 +124,7 @@ def load_task_inputs(
     coordinate_actions = bool(fmt) and fmt[0][0] in COORDINATE_ACTIONS
     trajectories = store.query_dicts(
         """SELECT t.task_id, t.episode, t.final_answer, t.termination, t.success, t.reward,
-                  coalesce(t.answer_only, false) AS answer_only, e.status AS eval_status, k.intent
+                  coalesce(t.answer_only, FALSE) AS answer_only, e.status AS eval_status, k.intent
            FROM trajectories t
            LEFT JOIN evaluations e ON e.run = t.run AND e.task_id = t.task_id
            LEFT JOIN tasks k ON k.task_id = t.task_id
@@ -172,7 +172,7 @@ def load_task_inputs(
                 success=m.task_success(t["eval_status"], t["success"], t["reward"]), reward=t["reward"],
                 gold_version=version, gold=alternatives,
                 requirements=requirements.get(t["task_id"], ("", []))[1], intent=t["intent"] or "",
-                stated_is_executed=stated_is_executed, answer_only=bool(t["answer_only"]),
+                stated_is_executed=stated_is_executed, answer_only=t["answer_only"],
                 coordinate_actions=coordinate_actions,
             )
         )  # fmt: skip
@@ -188,8 +188,8 @@ def _ear_askable(step: AgentStep) -> bool:
 
 def task_pairs(task: TaskInput) -> list[Pair]:
     ctx = task.intent
-    if task.answer_only:
-        return [Pair("requirement_in_answer", r, task.final_answer or "", ctx) for r in task.requirements]
+    if task.answer_only:  # no step metric: only the answer is judged
+        return _answer_pairs(task)
     pairs = [
         Pair("gold_vs_agent", g, s.text, ctx) for alt in task.gold.values() for g in alt for s in task.steps
     ]
@@ -199,9 +199,13 @@ def task_pairs(task: TaskInput) -> list[Pair]:
     ]
     if not task.stated_is_executed and not task.coordinate_actions:
         pairs += [Pair("stated_vs_executed", s.stated, s.executed, "") for s in task.steps if _ear_askable(s)]
+    return pairs + _answer_pairs(task)
+
+
+def _answer_pairs(task: TaskInput) -> list[Pair]:
     if task.final_answer and task.final_answer.strip():
-        pairs += [Pair("requirement_in_answer", r, task.final_answer, ctx) for r in task.requirements]
-    return pairs
+        return [Pair("requirement_in_answer", r, task.final_answer, task.intent) for r in task.requirements]
+    return []
 
 
 # -- per-task computation (pure given the verdicts) ----------------------------------------------
@@ -244,7 +248,14 @@ def compute_task(
     values: dict[str, Any] = dict.fromkeys(METRIC_VALUE_COLUMNS)
     values.update(n_agent=len(steps), n_requirements=len(task.requirements))
     if task.answer_only:
-        steps = []  # nothing but the answer: no step pair is asked; the step metrics are set NULL below
+        # Only the final answer was recorded: step metrics are undefined, not 0; PSR still applies.
+        if task.gold:
+            alt = min(task.gold)
+            values.update(gold_version=task.gold_version, alternative=alt, n_gold=len(task.gold[alt]))
+        reasons.update(dict.fromkeys(STEP_METRICS, "answer_only"))
+        _answer_metrics(task, ask, preset, values, reasons)
+        approximate = any(v.approximate for v in used.values())
+        return values, [], reasons, approximate, sum(1 for v in used.values() if v.verdict is None)
     # SSR and RR against every gold alternative; keep the best by SSR.
     scored = []
     for alt, gold in sorted(task.gold.items()):
@@ -299,7 +310,7 @@ def compute_task(
     if preset.ear_truncate_early_stop:
         kept = steps[: m.truncate_at_early_stop([s.executed for s in steps])]
     if task.coordinate_actions:
-        matches = [None] * len(kept)  # replaced below: not a question for the judge
+        matches = [None] * len(kept)  # not a question for the judge: EAR is undefined (reason below)
     elif task.stated_is_executed:
         matches = [s.parsed and not s.error for s in kept]
     else:
@@ -315,10 +326,22 @@ def compute_task(
         reasons["ear"] = "unresolved_pairs" if ear.unresolved else "no_agent_steps"
     if task.coordinate_actions and kept:
         reasons["ear"] = "coordinate_actions"
-    # PSR against the final answer.
+    _answer_metrics(task, ask, preset, values, reasons)
+    approximate = any(v.approximate for v in used.values())
+    unresolved = sum(1 for v in used.values() if v.verdict is None)
+    return values, alignment, reasons, approximate, unresolved
+
+
+def _answer_metrics(
+    task: TaskInput, ask: Callable[[Pair], bool | None], preset: m.Preset, values: dict, reasons: dict
+) -> None:
+    """PSR against the final answer, and the task's facts (success, termination, answer category)."""
     has_answer = bool(task.final_answer and task.final_answer.strip())
     found = (
-        [ask(Pair("requirement_in_answer", r, task.final_answer or "", ctx)) for r in task.requirements]
+        [
+            ask(Pair("requirement_in_answer", r, task.final_answer or "", task.intent))
+            for r in task.requirements
+        ]
         if has_answer
         else [False] * len(task.requirements)
     )
@@ -334,17 +357,10 @@ def compute_task(
             "unresolved_pairs" if psr.unresolved else "no_requirements" if not task.requirements
             else "fewer_than_2_requirements"
         )  # fmt: skip
-    if task.answer_only:
-        values.update(dict.fromkeys((*STEP_METRICS, "deviations", "recoveries", "missed_gold")))
-        reasons.update(dict.fromkeys(STEP_METRICS, "answer_only"))
-        alignment = []
     values.update(
         success=task.success, reward=task.reward, termination=task.termination,
         answer_category=m.answer_category(task.termination, task.final_answer),
     )  # fmt: skip
-    approximate = any(v.approximate for v in used.values())
-    unresolved = sum(1 for v in used.values() if v.verdict is None)
-    return values, alignment, reasons, approximate, unresolved
 
 
 # -- the whole run -------------------------------------------------------------------------------

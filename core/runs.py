@@ -78,6 +78,9 @@ class TrajectoryRecord(BaseModel):
     source_path: str | None = None
     started_at: Any = None
     elapsed_s: float | None = None
+    # The page the browser showed after the last action, when the source records it apart from the
+    # steps (OpAgent's post-action `page_url`); otherwise the last step's URL is the last page.
+    final_url: str | None = None
     # Orders attempts of one task: the latest complete one is the run's answer.
     order_key: Any = None
     steps: list[StepRecord] = Field(default_factory=list)
@@ -88,14 +91,22 @@ class TrajectoryRecord(BaseModel):
 
     @property
     def answer_only(self) -> bool:
-        """The attempt holds its final answer and no browser action besides it: either the harness
-        recorded only a summarising step (babelcloud's renders) or the agent answered without acting.
-        Step metrics have nothing to compare (NULL, reason `answer_only`)."""
-        if not (self.final_answer and self.final_answer.strip()):
-            return False
-        return all(
-            s.action is not None and s.action.verb == "answer" for s in self.steps if s.executed_action
-        )
+        return is_answer_only([s.action.verb if s.action else None for s in self.steps])
+
+
+# Verbs of steps that are no browser action: the final answer (or the harness's early stop, written
+# the same way), and outputs that did not parse.
+_ANSWER_VERBS = frozenset({"answer", "infeasible"})
+_NO_ACTION_VERBS = _ANSWER_VERBS | {"noop"}
+
+
+def is_answer_only(verbs: Sequence[str | None]) -> bool:
+    """A trajectory that records its final answer and no browser action: every step is the answer or an
+    unparsed output (the babelcloud renders: the agent drove the browser through its own tools and the
+    harness recorded one summarising step). Its step metrics are undefined (`answer_only`), not 0."""
+    return (
+        bool(verbs) and any(v in _ANSWER_VERBS for v in verbs) and all(v in _NO_ACTION_VERBS for v in verbs)
+    )
 
 
 def mark_answers(trajectories: Sequence[TrajectoryRecord]) -> set[tuple[int, str]]:

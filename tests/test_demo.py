@@ -29,6 +29,17 @@ def test_demo_database_holds_every_source(tmp_path):
         assert scored[0][0] == 2
         with_metrics = dict(s.query("SELECT run, count(*) FROM metrics GROUP BY run"))
         assert set(with_metrics) == {"agentlab-sample", "webarena-render-babelcloud", "opagent"}
+        # Every failed task of the demo says why, whatever the run's source (issue 14).
+        unexplained = s.query(
+            "SELECT run, task_id FROM evaluations WHERE status <> 'success'"
+            " AND (explanation IS NULL OR trim(explanation) = '')"
+        )
+        assert unexplained == []
+        assert (
+            s.query("SELECT count(*) FROM evaluations WHERE status <> 'success'")[0][0] == 3 + 1 + 260 + 228
+        )
+        # Real multi-step alignments for the review pages.
+        assert s.query("SELECT count(DISTINCT task_id) FROM alignments WHERE run = 'opagent'")[0][0] > 500
     assert not path.with_name(path.name + ".building").exists()
 
 

@@ -1,9 +1,13 @@
-"""OpAgent's coordinate actions (`{"action_type": "click", "params": {"coords": [x, y]}}`).
+"""OpAgent's coordinate actions (`{"action_type": "click", "params": {"coords": [x, y]}}`) as `ParsedAction`.
 
-A grounder executes the planner's instruction at screen coordinates: there is no element id, so the
-parsed action has none; the element label is the first name the instruction quotes ("Click the
-'Reports' menu item" -> 'Reports'), and the readable sentence says what was done and where, then quotes
-the instruction it executed.
+OpAgent's grounder turns the planner's instruction ("Click the 'REPORTS' menu item in the left sidebar.")
+into an action on screen pixels: there is no element id and no accessibility tree. The executed action
+therefore names no element; the element the planner meant is read from its instruction with the gold
+step parser (the instruction is English in the gold's style) and kept as the label, and the readable
+sentence says what was done, where on the screen, and quotes the instruction, e.g.
+`Click 'REPORTS' at (102, 388); planner: "Click the 'REPORTS' menu item in the left sidebar."`.
+
+Values come from an untrusted file: they are read as data, never evaluated, and clipped when shown.
 """
 
 from __future__ import annotations
@@ -13,82 +17,130 @@ from typing import Any
 
 from core.action_grammar import ParsedAction
 
-# OpAgent action type -> canonical verb. Zooming changes the view, not the page: a no-op for the page.
-VERB_OF = {
-    "click": "click", "right_click": "click", "hover": "hover", "type": "type", "scroll": "scroll",
-    "goto": "goto", "select_option": "select", "go_back": "go_back", "press": "press",
-    "zoom_in": "noop", "zoom_out": "noop",
+# OpAgent action_type -> canonical verb (core.action_grammar.VERBS). right_click and the zooms have no
+# canonical verb of their own: right_click is a click, the zooms change the view like a scroll.
+_VERBS = {
+    "click": "click", "right_click": "click", "double_click": "dblclick", "hover": "hover",
+    "type": "type", "select_option": "select", "press": "press", "scroll": "scroll", "goto": "goto",
+    "go_back": "go_back", "go_forward": "go_forward", "zoom_in": "scroll", "zoom_out": "scroll",
+    "stop": "answer", "answer": "answer", "wait": "noop", "noop": "noop",
 }  # fmt: skip
-_FIRST_QUOTED = re.compile(r"""(?:^|[\s(])['"‘“](.+?)['"’”](?=[\s.,;:)!?]|$)""")
-_TEXT_LIMIT = 300
+_WORDS = {
+    "click": "Click", "right_click": "Right-click", "double_click": "Double-click", "hover": "Hover",
+    "zoom_in": "Zoom in", "zoom_out": "Zoom out",
+}  # fmt: skip
+_CLIP = 300
+# A quoted name: an opening quote not inside a word, up to the same (or the matching curly) quote that
+# is not followed by a letter ("Women's" stays inside).
+_FIRST_QUOTED = re.compile(r"(?<!\w)(['\"‘“])(.+?)(?:\1|[’”])(?!\w)")  # noqa: RUF001
 
 
-def _clip(text: Any, limit: int = _TEXT_LIMIT) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 1] + "…"
-
-
-def _coords(params: dict[str, Any]) -> str | None:
-    coords = params.get("coords")
-    if (
-        isinstance(coords, (list, tuple))
-        and len(coords) == 2
-        and all(isinstance(c, (int, float)) for c in coords)
-    ):
-        return f"({coords[0]:g}, {coords[1]:g})"
-    return None
-
-
-def executed_text(action_type: str, params: dict[str, Any]) -> str:
-    """The executed call as one line, e.g. `click(coords=[41, 480])`."""
-    args = ", ".join(f"{k}={v!r}" for k, v in params.items())
-    return _clip(f"{action_type}({args})", 1000)
-
-
-def element_label(instruction: str | None) -> str | None:
-    """The first quoted name in the planner's instruction: the element the grounder was asked to hit."""
-    if not instruction:
+def _text(value: Any, limit: int = _CLIP) -> str | None:
+    if value is None:
         return None
-    found = _FIRST_QUOTED.search(instruction)
-    return _clip(found.group(1), 120) if found else None
+    text = value if isinstance(value, str) else str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def parse_opagent_action(action: Any, instruction: str | None) -> tuple[ParsedAction, str]:
-    """(parsed action, readable sentence) of one OpAgent action; unknown shapes parse as verb `unknown`."""
-    action_type = action.get("action_type") if isinstance(action, dict) else None
-    params = action.get("params") if isinstance(action, dict) else None
+def _quoted(value: str | None) -> str:
+    return f"'{value or ''}'"
+
+
+def coords_of(params: dict[str, Any]) -> tuple[int, int] | None:
+    """Screen pixels `[x, y]` as integers; None when absent or not two numbers."""
+    coords = params.get("coords")
+    if not isinstance(coords, list | tuple) or len(coords) != 2:
+        return None
+    x, y = coords
+    if (
+        isinstance(x, bool)
+        or isinstance(y, bool)
+        or not isinstance(x, int | float)
+        or not isinstance(y, int | float)
+    ):
+        return None
+    if x != x or y != y or abs(x) > 1e9 or abs(y) > 1e9:  # NaN or absurd
+        return None
+    return round(x), round(y)
+
+
+def raw_action(action_type: str, params: dict[str, Any]) -> str:
+    """The executed action as one line, OpAgent's own call form: `click(coords=[434, 155])`."""
+    args = ", ".join(f"{k}={_text(repr(v), 200)}" for k, v in params.items())
+    return f"{action_type}({args})"
+
+
+def parse_opagent_action(action: Any, instruction: str | None = None) -> ParsedAction | None:
+    """Parse `{"action_type", "params"}`; None when it is not that shape."""
+    if not isinstance(action, dict) or not isinstance(action.get("action_type"), str):
+        return None
+    action_type = action["action_type"].strip()
+    params = action.get("params")
     params = params if isinstance(params, dict) else {}
-    raw = executed_text(str(action_type), params) if action_type else _clip(action, 1000)
-    verb = VERB_OF.get(action_type or "", "unknown")
-    where = _coords(params)
-    at = f" at {where}" if where else ""
-    value = params.get("content") if action_type == "type" else params.get("option")
-    key = params.get("key") if action_type == "press" else ("Enter" if params.get("press_enter") else None)
-    parsed = ParsedAction(
-        raw=raw, verb=verb, element_label=element_label(instruction),
-        value=None if value is None else _clip(value, 1000), key=None if key is None else str(key),
-        direction=str(params["direction"]) if action_type == "scroll" and params.get("direction") else None,
-        target_url=str(params["url"]) if action_type == "goto" and params.get("url") else None,
-    )  # fmt: skip
-    if action_type in ("click", "right_click", "hover"):
-        done = {"click": "Click", "right_click": "Right-click", "hover": "Hover"}[action_type] + at
-    elif action_type == "type":
-        done = f"Type '{_clip(value or '', 80)}'{at}" + (
-            " and press Enter" if params.get("press_enter") else ""
-        )
-    elif action_type == "select_option":
-        done = f"Select '{_clip(value or '', 80)}'{at}"
-    elif action_type == "scroll":
-        done = f"Scroll {parsed.direction or ''}{at}".replace("  ", " ")
-    elif action_type == "goto":
-        done = f"Go to {_clip(parsed.target_url or '', 120)}"
-    elif action_type == "go_back":
-        done = "Go back"
-    elif action_type == "press":
-        done = f"Press {parsed.key or ''}".strip()
-    elif action_type in ("zoom_in", "zoom_out"):
-        done = f"Zoom {'in' if action_type == 'zoom_in' else 'out'}{at}"
+    verb = _VERBS.get(action_type, "unknown")
+    parsed = ParsedAction(raw=raw_action(action_type, params), verb=verb)
+    if verb in ("click", "dblclick", "hover", "type", "select"):
+        # The element the planner meant: the first quoted name in its instruction ("Click the 'REPORTS'
+        # menu item"), quoted the way gold steps quote labels.
+        meant = _FIRST_QUOTED.search(instruction) if instruction else None
+        if meant is not None and meant.group(2).strip():
+            parsed.element_label = _text(meant.group(2).strip(), 200)
+    if verb == "type":
+        parsed.value = _text(params.get("content"), 2000)
+        if params.get("press_enter") in (True, 1, "true", "True"):
+            parsed.key = "Enter"
+    elif verb == "select":
+        parsed.value = _text(params.get("option"), 500)
+    elif verb == "press":
+        parsed.key = _text(params.get("key"), 100)
+    elif verb == "scroll":
+        if action_type in ("zoom_in", "zoom_out"):
+            parsed.direction = action_type.removeprefix("zoom_")
+            parsed.value = _text(params.get("level"), 50)
+        else:
+            direction = _text(params.get("direction"), 20)
+            parsed.direction = direction.lower() if direction else None
+    elif verb == "goto":
+        parsed.target_url = _text(params.get("url"), 2000)
+    elif verb == "answer":
+        parsed.answer = _text(params.get("answer") or params.get("content"), 2000)
+    return parsed
+
+
+def describe_opagent(
+    action: ParsedAction, action_type: str, params: dict[str, Any], instruction: str | None
+) -> str:
+    """What was done and where on the screen, then the planner's instruction quoted."""
+    at = coords_of(params)
+    where = f" at ({at[0]}, {at[1]})" if at else ""
+    label = f" {_quoted(action.element_label)}" if action.element_label else ""
+    verb = action.verb
+    if action_type in _WORDS:
+        level = f" (level {action.value})" if action.value and action_type.startswith("zoom") else ""
+        head = f"{_WORDS[action_type]}{label if verb != 'scroll' else ''}{level}{where}"
+    elif verb == "type":
+        into = f" into{label}" if label else ""
+        enter = " and press Enter" if action.key == "Enter" else ""
+        head = f"Type {_quoted(_text(action.value, 120))}{into}{where}{enter}"
+    elif verb == "select":
+        in_label = f" in{label}" if label else ""
+        head = f"Select {_quoted(_text(action.value, 120))}{in_label}{where}"
+    elif verb == "press":
+        head = f"Press {action.key or ''}".rstrip()
+    elif verb == "scroll":
+        head = f"Scroll {action.direction or ''}".rstrip() + where
+    elif verb == "goto":
+        head = f"Go to {_text(action.target_url, 200) or ''}".rstrip()
+    elif verb == "go_back":
+        head = "Go back"
+    elif verb == "go_forward":
+        head = "Go forward"
+    elif verb == "answer":
+        head = f"Answer {_quoted(_text(action.answer, 120))}"
+    elif verb == "noop":
+        head = "Wait"
     else:
-        done = f"Unparsed action {_clip(raw, 80)}"
-    readable = f"{done}: {_clip(instruction)}" if instruction and instruction.strip() else done
-    return parsed, readable
+        head = f"Unparsed action {_quoted(_text(action.raw, 120))}"
+    said = _text(instruction)
+    return f'{head}; planner: "{said}"' if said else head

@@ -21,28 +21,6 @@ def _export_group(app: typer.Typer) -> typer.Typer:
     return export_app
 
 
-def _evaluate_offline(ctx: typer.Context, run: str) -> None:
-    from core.offline_runs import evaluate_offline
-
-    with ui.store_from(ctx) as store:
-        s = evaluate_offline(store, run)
-        if not s.tasks:
-            ui.say(
-                f"{run}: scored by the official engine (or no answer attempts): nothing to re-check offline"
-            )
-            return
-        ui.print_table(
-            f"{run}: {s.tasks} tasks re-checked offline",
-            ["success", "failure", "unresolved", "all decidable", "agree with the run", "disagree"],
-            [(s.statuses["success"], s.statuses["failure"], s.statuses["unresolved"], s.decidable,
-              f"{s.agree}/{s.compared}" + (f" ({s.agreement:.1%})" if s.agreement is not None else ""),
-              len(s.disagreements))],
-        )  # fmt: skip
-        for task_id, own, offline in s.disagreements[:20]:
-            ui.say(f"  task {task_id}: the run says {own}, offline says {offline}")
-        ui.print_failures(store, run)
-
-
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add this area's commands to the main app and to the `import` group."""
 
@@ -55,18 +33,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             typer.Option("--config", help="webarena-verified environment config (default: the run's)."),
         ] = None,
         workers: Annotated[int, typer.Option("--workers", min=1, help="Scoring processes.")] = 2,
-        offline: Annotated[
-            bool,
-            typer.Option(
-                "--offline", help="Re-check a run without traces with WebArena's original evaluators."
-            ),
-        ] = False,
     ) -> None:
-        """Score a stored run with the official webarena-verified engine and explain every failure; with
-        --offline, re-check what WebArena's original evaluators can decide without the live site."""
-        if offline:
-            _evaluate_offline(ctx, run)
-            return
+        """Score a stored run with the official webarena-verified engine and explain every failure."""
         from core.scoring import evaluate_run
 
         with ui.store_from(ctx) as store:

@@ -30,7 +30,6 @@ from core.action_grammar import ParsedAction, is_na_answer
 from core.action_grammar.browsergym import answer_call, parse_action, stated_action
 from core.errors import InputError
 from core.importers.common import import_run, source_verdict_rows
-from core.offline_runs import write_offline
 from core.parallel import map_chunks
 from core.runs import Problem, RunMeta, StepRecord, TrajectoryRecord
 from core.store import Store, insert_rows
@@ -569,7 +568,7 @@ def import_agentlab(
     evaluations = source_verdict_rows(run, trajectories, "source-reward")
     import_run(
         store, meta, trajectories, problems,
-        extra_writes=[lambda cur: insert_rows(cur, "evaluations", evaluations), lambda cur: write_offline(cur, run)],
+        extra_writes=[lambda cur: insert_rows(cur, "evaluations", evaluations)],
     )  # fmt: skip
     return ImportSummary(
         run=run, n_episodes=len(trajectories), n_tasks=meta.n_tasks or 0,

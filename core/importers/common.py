@@ -53,12 +53,13 @@ def write_trajectories(
         traj_rows.append(
             {
                 "run": run, "task_id": t.task_id, "episode": t.episode,
-                "is_answer": (t.task_id, t.episode) in answers, "n_steps": t.n_steps, "answer_only": t.answer_only,
+                "is_answer": (t.task_id, t.episode) in answers, "n_steps": t.n_steps,
                 "final_answer": t.final_answer, "reward": t.reward, "success": t.success,
                 "termination": t.termination, "termination_detail": t.termination_detail,
                 "plan": None if t.plan is None else orjson.dumps(t.plan).decode(), "goal": t.goal,
                 "task_config": None if t.task_config is None else orjson.dumps(t.task_config).decode(),
                 "source_path": t.source_path, "started_at": t.started_at, "elapsed_s": t.elapsed_s,
+                "answer_only": t.answer_only, "final_url": t.final_url,
             }
         )  # fmt: skip
         for s in t.steps:
@@ -112,11 +113,17 @@ def import_run(
 ) -> None:
     """Write a whole run atomically: replace it, then its trajectories, problems and any extra writes.
 
-    `extra_writes` are callables `f(cur)` for format-specific tables (e.g. network events).
+    `extra_writes` are callables `f(cur)` for format-specific tables (e.g. network events). Runs without
+    network traces are then evaluated offline with WebArena's evaluators (core.offline_eval; well under
+    a second for 812 tasks), in the same transaction.
     """
+    from core.offline_eval.run import NO_TRACE_FORMATS, evaluate_offline_on
+
     with store.transaction() as cur:
         replace_run(cur, meta)
         write_trajectories(cur, meta.name, trajectories)
         write_problems(cur, meta.name, problems)
         for write in extra_writes:
             write(cur)
+        if meta.source_format in NO_TRACE_FORMATS and trajectories:
+            evaluate_offline_on(cur, meta.name, trajectories=trajectories)

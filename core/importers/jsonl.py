@@ -23,7 +23,6 @@ from core.datasets import ensure_tasks
 from core.errors import InputError
 from core.importers.common import import_run, source_verdict_rows
 from core.jsonlines import iter_jsonl
-from core.offline_runs import write_offline
 from core.runs import Problem, RunMeta, StepRecord, TrajectoryRecord
 from core.store import Store, insert_rows
 
@@ -206,10 +205,7 @@ def import_jsonl(
         meta,
         trajectories,
         problems,
-        extra_writes=[
-            lambda cur: insert_rows(cur, "evaluations", evaluations),
-            lambda cur: write_offline(cur, run),
-        ],
+        extra_writes=[lambda cur: insert_rows(cur, "evaluations", evaluations)],
     )
     return JsonlImportSummary(
         run=run,

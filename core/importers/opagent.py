@@ -1,19 +1,26 @@
-"""Import OpAgent's published WebArena run: `final_results/<task_id>.json`, one JSON array per task
-(observation/action items, the generated answer, the task config it was scored with, its score), and
-screenshots under `final_visual_results/val_<task_id>/images/` (../shared/data/oagent-run/README.md).
+"""Import an OpAgent WebArena run: one `<task_id>.json` per task (`final_results/`), screenshots in
+`final_visual_results/val_<task_id>/images/` (see ../shared/data/oagent-run/README.md).
 
-Mapping onto the step model: the planner's instruction is the stated action; the grounder's coordinate
-action the executed one (no element id; the readable sentence says what was done, where, and quotes the
-instruction); the reflector's thoughts the thought; `page_url` and `error_msg` as recorded (the
-placeholder host `ecs_ip` and off-site pages kept as they are). The file's score is the run's own verdict
-(`evaluations.source = 'source-score'`). A file with no action or no answer is a trajectory; a malformed
-file is a problem of its task. Only regular files inside the given directory are read.
+Each file is one JSON array: alternating observation and action items, the generated answer, the task
+config the run was scored with, and the score. Mapping onto the step model:
+- executed action = `action` (`action_type` + `params`, screen coordinates: no element id), its
+  readable sentence says what was done and where and quotes the planner's instruction;
+- stated action = the planner's `instruction` (its structured action when it wrote none);
+- thought = the reflector's thoughts; planner thought, reflector note and grounder call are kept as the
+  step's `chat` observation;
+- url = the page the action was taken on. OpAgent's `page_url` is the page *after* the action (a `goto`
+  shows its target, a click its result), so step n's url is step n-1's `page_url` (the config's
+  `start_url` for the first) and the last `page_url` is the trajectory's `final_url`;
+- error = `error_msg`; final answer = the text inside `<answer>…</answer>` of the generated answer;
+- the file's score is the run's own verdict (`evaluations` source `opagent-score`).
+Files with no action or no answer are trajectories; a malformed file is a recorded problem of its task.
+Screenshots are found as `.png` or `.jpg` and never outside the run directory. Hosts are kept as
+recorded (`ecs_ip`, off-site pages).
 """
 
 from __future__ import annotations
 
 import re
-import stat
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,24 +30,24 @@ from typing import Any
 import orjson
 
 from core.action_grammar import is_na_answer
-from core.action_grammar.opagent import parse_opagent_action
+from core.action_grammar.opagent import describe_opagent, parse_opagent_action, raw_action
 from core.datasets import ensure_tasks
 from core.errors import InputError
-from core.importers.common import import_run
-from core.offline_runs import write_offline
+from core.importers.common import import_run, source_verdict_rows
 from core.runs import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
-from core.store import Store, insert_rows, utcnow
+from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "opagent"
-VERDICT_SOURCE = "source-score"
-_FILE = re.compile(r"^(0|[1-9][0-9]{0,8})\.json$")
-_MAX_FILE_BYTES = 32 << 20  # the largest real file is 0.2 MB
-_MAX_TASK_ID = 2_147_483_647
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
-_CHAT_TOKENS = re.compile(r"<\|im_(?:start|end)\|>(?:assistant)?")
-_IMAGE_NAME = re.compile(r"^images/(screenshot_(?:0|[1-9][0-9]{0,5}))\.(?:png|jpg|jpeg)$")
+VERDICT_SOURCE = "opagent-score"
+_FILE_NAME = re.compile(r"^(\d{1,9})\.json$")
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
+_ASSISTANT = re.compile(r"<\|im_start\|>assistant\n(.*?)<\|im_end\|>", re.S)
+_MAX_FILE_BYTES = 64 * 1024 * 1024  # real files: ≤ 0.2 MB
+_MAX_TEXT = 100_000  # one stored text field (thought, instruction, answer); longer ones are clipped
 
-ProgressCallback = Callable[[int, int], None]
+
+class NotAnOpAgentFile(ValueError):
+    """The file is JSON but not an OpAgent trajectory."""
 
 
 @dataclass
@@ -49,71 +56,110 @@ class OpAgentImportSummary:
     n_files: int = 0
     n_tasks: int = 0
     n_steps: int = 0
-    n_success: int = 0
     n_scored: int = 0
+    n_success: int = 0
     n_screenshots: int = 0
     terminations: Counter = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
 
 
-def _regular_file(path: Path) -> bool:
-    """A plain file, not a link, FIFO or device (a FIFO would block the import forever)."""
-    try:
-        return stat.S_ISREG(path.lstat().st_mode)
-    except OSError:
-        return False
-
-
-def find_results(root: Path) -> Path:
-    """The folder holding `<task_id>.json`: ROOT/final_results, or ROOT itself."""
-    inner = root / "final_results"
-    if inner.is_dir() and not inner.is_symlink():
-        return inner
-    return root
-
-
-def final_answer(text: Any) -> str | None:
-    """The answer inside `<answer>…</answer>` (else the text without chat tokens); None when empty."""
-    if not isinstance(text, str):
+# -- one file --------------------------------------------------------------------------------------
+def _clip(value: Any) -> str | None:
+    if value is None:
         return None
-    found = _ANSWER.search(text)
-    answer = found.group(1) if found else _CHAT_TOKENS.sub("", text)
-    answer = answer.strip()
-    return answer or None
+    # orjson refuses invalid UTF-8 and lone surrogates on load: every string here can be stored.
+    text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
 
 
-def _thought(reflector: Any, planner: Any) -> str | None:
-    thoughts = reflector.get("thought") if isinstance(reflector, dict) else None
-    if isinstance(thoughts, list):
-        text = " ".join(str(t) for t in thoughts if t)
-    elif isinstance(thoughts, str):
-        text = thoughts
-    else:
-        text = (
-            planner.get("thought")
-            if isinstance(planner, dict) and isinstance(planner.get("thought"), str)
-            else ""
-        )
-    return text.strip() or None
+def extract_answer(generated: Any) -> str | None:
+    """The answer as OpAgent's scorer reads it: the last assistant block, then `<answer>…</answer>`,
+    stripped; None when there is no answer tag."""
+    if not isinstance(generated, str):
+        return None
+    blocks = _ASSISTANT.findall(generated)
+    text = blocks[-1] if blocks else generated
+    match = _ANSWER.search(text)
+    return match.group(1).strip() if match else None
 
 
-def _screenshots(root: Path, task_id: int) -> dict[str, Path]:
-    """screenshot stem -> file, for `final_visual_results/val_<id>/images/` (png or jpg, regular files
-    inside the run directory only)."""
-    folder = root / "final_visual_results" / f"val_{task_id}" / "images"
-    if not folder.is_dir() or not folder.resolve().is_relative_to(root.resolve()):
-        return {}
-    found = {}
-    for path in folder.iterdir():
-        if path.suffix.lower() in (".png", ".jpg", ".jpeg") and _regular_file(path):
-            found.setdefault(path.stem, path)
-    return found
+def _thought(reflector: Any) -> str | None:
+    if not isinstance(reflector, dict):
+        return None
+    thought = reflector.get("thought")
+    if isinstance(thought, list):
+        return _clip("\n".join(str(t) for t in thought)) or None
+    return _clip(thought) if thought else None
 
 
-def read_task_file(
-    path: Path, task_id: int, root: Path
-) -> tuple[TrajectoryRecord | None, float | None, list[Problem]]:
-    """One task file: its trajectory and score, or problems (never an exception for bad content)."""
+def _chat(item: dict[str, Any]) -> str | None:
+    """Planner thought, reflector note and grounder call of the step, as the `chat` observation."""
+    planner = item.get("planner_output") if isinstance(item.get("planner_output"), dict) else {}
+    reflector = item.get("reflector_output") if isinstance(item.get("reflector_output"), dict) else {}
+    grounder = item.get("grounder_output")
+    messages = []
+    if planner.get("thought"):
+        messages.append({"role": "planner", "text": _clip(planner["thought"])})
+    if reflector.get("note"):
+        messages.append({"role": "reflector note", "text": _clip(reflector["note"])})
+    if grounder:
+        messages.append({"role": "grounder", "text": _clip(grounder)})
+    return orjson.dumps(messages).decode() if messages else None
+
+
+def _stated(planner: Any) -> str | None:
+    """The planner's instruction; when it wrote none, its structured action in OpAgent's call form."""
+    if not isinstance(planner, dict):
+        return None
+    if isinstance(planner.get("instruction"), str) and planner["instruction"].strip():
+        return _clip(planner["instruction"].strip())
+    if isinstance(planner.get("action_type"), str):
+        attributes = planner.get("action_attributes")
+        return _clip(raw_action(planner["action_type"], attributes if isinstance(attributes, dict) else {}))
+    return None
+
+
+class ScreenshotFinder:
+    """Screenshots of one task under `<root>/final_visual_results/val_<id>/`, never outside the run."""
+
+    def __init__(self, root: Path, task_id: int):
+        self.root = root.resolve()
+        self.folder = root / "final_visual_results" / f"val_{task_id}"
+        self.present = self.folder.is_dir()
+
+    def find(self, image_path: Any) -> tuple[str | None, str | None]:
+        """(resolved path, problem) for an observation's `image_path` (`.png` and `.jpg` both tried)."""
+        if not self.present or not isinstance(image_path, str) or not image_path:
+            return None, None
+        relative = Path(image_path)
+        if relative.is_absolute() or ".." in relative.parts or "\x00" in image_path:
+            return None, f"screenshot path {image_path[:200]!r} leaves the run directory; ignored"
+        for candidate in (relative, relative.with_suffix(".jpg"), relative.with_suffix(".png")):
+            path = (self.folder / candidate).resolve()
+            if not path.is_relative_to(self.root):  # a symlink pointing elsewhere
+                return None, f"screenshot {image_path[:200]!r} resolves outside the run directory; ignored"
+            if path.is_file():
+                return str(path), None
+        return None, None
+
+
+def _items(data: Any) -> list[dict[str, Any]]:
+    if not isinstance(data, list):
+        raise NotAnOpAgentFile(f"expected a JSON array of trajectory items, got {type(data).__name__}")
+    items = [x for x in data if isinstance(x, dict)]
+    known = [x for x in items if x.get("type") in ("observation", "action", "evaluation", "generated_answer")
+             or "configs" in x]  # fmt: skip
+    if not known:
+        raise NotAnOpAgentFile("no observation, action, configs or evaluation item")
+    return items
+
+
+def read_task_file(path: Path, root: Path, task_id: int) -> tuple[TrajectoryRecord, list[Problem]]:
+    """One task file as a trajectory and the problems found in it; NotAnOpAgentFile/OSError/ValueError
+    when the file cannot be read as a trajectory at all."""
+    if path.stat().st_size > _MAX_FILE_BYTES:
+        raise NotAnOpAgentFile(f"larger than {_MAX_FILE_BYTES >> 20} MB")
+    items = _items(orjson.loads(path.read_bytes()))
     problems: list[Problem] = []
 
     def problem(kind: str, message: str) -> None:
@@ -121,84 +167,89 @@ def read_task_file(
             Problem(task_id=task_id, source_path=str(path), kind=kind, message=f"{path}: {message}")
         )
 
-    if not _regular_file(path):
-        problem("not_a_file", "not a regular file (link, FIFO or device): skipped")
-        return None, None, problems
-    if path.stat().st_size > _MAX_FILE_BYTES:
-        problem("too_large", f"larger than {_MAX_FILE_BYTES >> 20} MB: skipped")
-        return None, None, problems
-    try:
-        items = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        problem("malformed_file", f"not valid JSON ({exc})")
-        return None, None, problems
-    except OSError as exc:
-        problem("unreadable", f"cannot be read ({exc.strerror or exc})")
-        return None, None, problems
-    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-        problem("malformed_file", "not a JSON array of objects (the OpAgent result format)")
-        return None, None, problems
-
-    shots = _screenshots(root, task_id)
+    configs = next((x["configs"] for x in items if isinstance(x.get("configs"), dict)), None)
+    score_item = next((x for x in items if x.get("type") == "evaluation"), None)
+    generated = next((x for x in items if x.get("type") == "generated_answer"), None)
+    if configs is not None and isinstance(configs.get("task_id"), int) and configs["task_id"] != task_id:
+        problem("task_id_mismatch", f"config says task {configs['task_id']}; the file name wins")
+    start_url = configs.get("start_url") if isinstance(configs, dict) else None
+    screenshots = ScreenshotFinder(root, task_id)
     steps: list[StepRecord] = []
-    pending_image: str | None = None
-    answer_text: Any = None
-    config: Any = None
-    score: float | None = None
+    last_image: Any = None
+    previous_url = start_url if isinstance(start_url, str) else None
     for item in items:
         kind = item.get("type")
         if kind == "observation":
-            image = item.get("image_path")
-            match = _IMAGE_NAME.match(image) if isinstance(image, str) else None
-            if isinstance(image, str) and not match:
-                problem(
-                    "bad_image_path",
-                    f"observation image {image[:80]!r} is not images/screenshot_<n>.png: ignored",
-                )
-            pending_image = match.group(1) if match else None
-        elif kind == "action":
-            planner = item.get("planner_output") if isinstance(item.get("planner_output"), dict) else {}
-            instruction = planner.get("instruction") if isinstance(planner.get("instruction"), str) else None
-            parsed, readable = parse_opagent_action(item.get("action"), instruction)
-            error = item.get("error_msg")
-            url = item.get("page_url")
-            shot = shots.get(pending_image) if pending_image else None
-            steps.append(
-                StepRecord(
-                    idx=len(steps), url=url if isinstance(url, str) else None,
-                    thought=_thought(item.get("reflector_output"), planner), stated_action=instruction,
-                    executed_action=parsed.raw, action=parsed, readable=readable,
-                    error=error if isinstance(error, str) and error.strip() else None,
-                    screenshot_path=str(shot) if shot else None,
-                )
-            )  # fmt: skip
-            pending_image = None
-        elif kind == "generated_answer":
-            answer_text = item.get("generated_final_answer")
-        elif kind == "evaluation":
-            value = item.get("score")
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                score = float(value)
-            else:
-                problem("bad_score", f"evaluation score {value!r} is not a number: no verdict")
-        elif "configs" in item:
-            config = item["configs"]
-    if isinstance(config, dict) and isinstance(config.get("task_id"), int) and config["task_id"] != task_id:
-        problem("task_id_mismatch", f"config says task {config['task_id']}; the file name wins")
-    answer = final_answer(answer_text)
-    if answer_text is None:
-        termination, detail = "none", "no generated answer in the file"
-    elif answer is None:
-        termination, detail = "none", "the generated answer is empty"
+            last_image = item.get("image_path")
+            continue
+        if kind != "action":
+            continue
+        action = item.get("action")
+        planner = item.get("planner_output")
+        instruction = planner.get("instruction") if isinstance(planner, dict) else None
+        instruction = _clip(instruction) if isinstance(instruction, str) else None
+        parsed = parse_opagent_action(action, instruction)
+        if parsed is None:
+            problem("damaged_step", f"action {len(steps)} has no action_type; kept as an unparsed step")
+        params = (
+            action.get("params")
+            if isinstance(action, dict) and isinstance(action.get("params"), dict)
+            else {}
+        )
+        action_type = action.get("action_type") if isinstance(action, dict) else None
+        shot, shot_problem = screenshots.find(last_image)
+        if shot_problem:
+            problem("unsafe_path", shot_problem)
+        page_url = item.get("page_url") if isinstance(item.get("page_url"), str) else None
+        error = item.get("error_msg")
+        chat = _chat(item)
+        steps.append(
+            StepRecord(
+                idx=len(steps), url=previous_url, thought=_thought(item.get("reflector_output")),
+                stated_action=_stated(planner), executed_action=parsed.raw if parsed else _clip(action) or "none",
+                action=parsed,
+                readable=describe_opagent(parsed, str(action_type), params, instruction) if parsed else None,
+                error=_clip(error) if isinstance(error, str) and error.strip() else None,
+                screenshot_path=shot, observations={"chat": chat} if chat else {},
+            )
+        )  # fmt: skip
+        previous_url = page_url or previous_url
+        last_image = None
+    answer = extract_answer(generated.get("generated_final_answer")) if generated else None
+    if answer is not None and len(answer) > _MAX_TEXT:
+        problem("long_text", f"final answer of {len(answer):,} characters clipped to {_MAX_TEXT:,}")
+    if answer is None:
+        termination, detail = "none", ("no generated answer" if generated is None else "no <answer> tag")
+    elif is_na_answer(answer):
+        termination, detail = "na_answer", None
     else:
-        termination, detail = ("na_answer" if is_na_answer(answer) else "answered"), None
-    trajectory = TrajectoryRecord(
-        task_id=task_id, episode="0", final_answer=answer, reward=score,
-        success=None if score is None else score >= 1.0, termination=termination, termination_detail=detail,
-        goal=config.get("intent") if isinstance(config, dict) and isinstance(config.get("intent"), str) else None,
-        task_config=config, source_path=str(path), steps=steps,
+        termination, detail = "answered", None
+    score = score_item.get("score") if score_item else None
+    if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+        problem("bad_score", f"score {str(score)[:50]!r} is not a number; the task has no verdict")
+        score = None
+    if score_item is None:
+        problem("no_score", "no evaluation item: the task has no verdict")
+    if configs is None:
+        problem("no_config", "no configs item: the task config comes from the original dataset")
+    intent = configs.get("intent") if isinstance(configs, dict) else None
+    return (
+        TrajectoryRecord(
+            task_id=task_id, episode="0", final_answer=_clip(answer), reward=None if score is None else float(score),
+            success=None if score is None else float(score) >= 1.0, termination=termination,
+            termination_detail=detail, goal=_clip(intent) if isinstance(intent, str) else None,
+            task_config=configs, source_path=str(path), final_url=previous_url,
+            order_key=0, steps=steps,
+        ),
+        problems,
     )  # fmt: skip
-    return trajectory, score, problems
+
+
+# -- the run ---------------------------------------------------------------------------------------
+def find_task_files(root: Path) -> list[Path]:
+    """`final_results/*.json` under the run directory, else `*.json` in the directory itself."""
+    folder = root / "final_results"
+    return sorted((folder if folder.is_dir() else root).glob("*.json"))
 
 
 def import_opagent(
@@ -209,63 +260,64 @@ def import_opagent(
     agent: str | None = "OpAgent",
     model: str | None = None,
     paradigm: Paradigm = "step_by_step",
-    on_progress: ProgressCallback | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> OpAgentImportSummary:
-    """Import every `<task_id>.json` of an OpAgent run directory as run `run` (replacing a run of that
-    name), in one transaction."""
+    """Import an OpAgent run directory as run `run` (replacing a run of that name), in one transaction."""
     root = Path(directory)
     if not root.is_dir():
         raise InputError(root, "not a directory")
-    results = find_results(root)
-    files = []
-    summary = OpAgentImportSummary(run=run)
-    for path in sorted(results.iterdir(), key=lambda p: p.name):
-        match = _FILE.match(path.name)
-        if not match:
-            continue
-        task_id = int(match.group(1))
-        if task_id > _MAX_TASK_ID:
-            summary.problems.append(Problem(task_id=None, source_path=str(path), kind="bad_file_name",
-                                            message=f"{path}: task id out of range"))  # fmt: skip
-            continue
-        files.append((task_id, path))
+    files = find_task_files(root)
     if not files:
         raise InputError(root, "no <task_id>.json files found (expected final_results/<task_id>.json)")
-    files.sort()
-    ensure_tasks(store)
-    known = {t for (t,) in store.query("SELECT task_id FROM tasks")}
+    problems: list[Problem] = []
     trajectories: list[TrajectoryRecord] = []
-    now = utcnow()
-    evaluations = []
-    for done, (task_id, path) in enumerate(files):
+    for done, path in enumerate(files):
         if on_progress and done % 50 == 0:
             on_progress(done, len(files))
-        trajectory, score, problems = read_task_file(path, task_id, root)
-        summary.problems += problems
-        if known and task_id not in known:
-            summary.problems.append(Problem(task_id=task_id, source_path=str(path), kind="unknown_task",
-                                            message=f"{path}: task {task_id} is not in the task dataset"))  # fmt: skip
-        if trajectory is None:
+        match = _FILE_NAME.match(path.name)
+        if not match:
+            problems.append(Problem(task_id=None, source_path=str(path), kind="bad_file_name",
+                                    message=f"{path}: not named <task_id>.json"))  # fmt: skip
             continue
-        trajectories.append(trajectory)
-        if score is not None:
-            evaluations.append({"run": run, "task_id": task_id, "status": "success" if score >= 1.0 else "failure",
-                                "score": score, "source": VERDICT_SOURCE, "evaluated_at": now})  # fmt: skip
+        task_id = int(match.group(1))
+        try:
+            trajectory, found = read_task_file(path, root, task_id)
+        except orjson.JSONDecodeError as exc:
+            reason = f"not valid JSON ({str(exc).splitlines()[0][:200]})"
+        except NotAnOpAgentFile as exc:
+            reason = f"not an OpAgent trajectory ({exc})"
+        except (OSError, RecursionError, MemoryError) as exc:
+            reason = f"cannot be read ({type(exc).__name__})"
+        else:
+            trajectories.append(trajectory)
+            problems.extend(found)
+            continue
+        problems.append(
+            Problem(task_id=task_id, source_path=str(path), kind="bad_file", message=f"{path}: {reason}")
+        )
     if on_progress:
         on_progress(len(files), len(files))
+
+    ensure_tasks(store)
+    known = {t for (t,) in store.query("SELECT task_id FROM tasks")}
+    problems += [
+        Problem(task_id=t.task_id, source_path=t.source_path or "", kind="unknown_task",
+                message=f"{t.source_path}: task {t.task_id} is not in the task dataset")
+        for t in trajectories if known and t.task_id not in known
+    ]  # fmt: skip
+    evaluations = source_verdict_rows(run, trajectories, VERDICT_SOURCE)
     meta = RunMeta(
         name=run, source_format=SOURCE_FORMAT, source_path=str(directory), agent=agent, model=model,
         paradigm=paradigm, n_tasks=len(trajectories),
-        notes=f"verdicts: the score each file carries ({len(evaluations)} of {len(files)} files)",
+        notes="verdicts: each file's score (OpAgent's own evaluator on the config the file carries)",
     )  # fmt: skip
-    import_run(store, meta, trajectories, summary.problems,
-               extra_writes=[lambda cur: insert_rows(cur, "evaluations", evaluations),
-                             lambda cur: write_offline(cur, run)])  # fmt: skip
-    summary.n_files = len(files)
-    summary.n_tasks = len(trajectories)
-    summary.n_steps = sum(t.n_steps for t in trajectories)
-    summary.n_scored = len(evaluations)
-    summary.n_success = sum(1 for e in evaluations if e["status"] == "success")
-    summary.n_screenshots = sum(1 for t in trajectories for s in t.steps if s.screenshot_path)
-    summary.terminations = Counter(t.termination for t in trajectories)
-    return summary
+    import_run(
+        store, meta, trajectories, problems,
+        extra_writes=[lambda cur: insert_rows(cur, "evaluations", evaluations)],
+    )  # fmt: skip
+    return OpAgentImportSummary(
+        run=run, n_files=len(files), n_tasks=len(trajectories), n_steps=sum(len(t.steps) for t in trajectories),
+        n_scored=len(evaluations), n_success=sum(1 for e in evaluations if e["status"] == "success"),
+        n_screenshots=sum(1 for t in trajectories for s in t.steps if s.screenshot_path),
+        terminations=Counter(t.termination for t in trajectories), problems=problems,
+    )  # fmt: skip

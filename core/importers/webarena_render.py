@@ -42,7 +42,6 @@ from core.action_grammar.webarena import (
 from core.datasets import ensure_tasks
 from core.errors import InputError
 from core.importers.common import import_run
-from core.offline_runs import write_offline
 from core.runs import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
 from core.store import Store, insert_rows, utcnow
 
@@ -574,10 +573,7 @@ def import_webarena_render(
         meta,
         trajectories,
         problems,
-        extra_writes=[
-            lambda cur: insert_rows(cur, "evaluations", evaluations),
-            lambda cur: write_offline(cur, run),
-        ],
+        extra_writes=[lambda cur: insert_rows(cur, "evaluations", evaluations)],
     )
 
     summary.n_tasks = len(rendered)

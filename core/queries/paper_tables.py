@@ -3,13 +3,14 @@
 Table 3: success per domain (official site key) per run, with deltas between runs (paired bootstrap);
 Table 4: metric means ± SD; Table 6: steps per human (gold) and per agent; Table 7: answer categories
 of tasks with ≥ 2 requirements. Every mean says how many tasks contributed (undefined metrics are
-left out, never counted as 0).
+left out, never counted as 0), and how many it leaves out and why (`left_out`, `left_out_why`: the
+NULL reasons of core.metrics_run.NULL_REASONS, e.g. `answer_only 812`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import orjson
@@ -60,13 +61,17 @@ def success_by_domain(store: Store, runs: Sequence[str]) -> pd.DataFrame:
     rows = []
     if outcomes.empty:
         return pd.DataFrame(rows)
+    everything = outcomes
     outcomes = outcomes[outcomes.success.notna()]
     for domain in [*sorted(outcomes.site_key.unique()), "all"]:
         part = outcomes if domain == "all" else outcomes[outcomes.site_key == domain]
+        whole = everything if domain == "all" else everything[everything.site_key == domain]
         base = part[part.run == runs[0]].set_index("task_id").success.astype(float)
         for run in runs:
             mine = part[part.run == run].set_index("task_id").success.astype(float)
-            row = {"domain": domain, "run": run, **summarize(mine.tolist())}
+            without = int((whole.run == run).sum()) - len(mine)
+            row = {"domain": domain, "run": run, **summarize(mine.tolist()), "left_out": without,
+                   "left_out_why": f"no_verdict {without}" if without else ""}  # fmt: skip
             if run != runs[0]:
                 common = base.index.intersection(mine.index)
                 delta, low, high = paired_bootstrap_diff(base[common].tolist(), mine[common].tolist())
@@ -93,30 +98,39 @@ def metric_means(
     store: Store, runs: Sequence[str], *, gold_set: str | None = None, judge_config: str | None = None,
     preset: str = "default",
 ) -> pd.DataFrame:  # fmt: skip
-    """Table 4: per run and metric, mean ± SD with n and CI; `ssr_successful` is SSR over successful tasks.
-    `left_out` counts the tasks whose metric is undefined (NULL, never 0) and `left_out_why` says why
-    (no_gold, answer_only, unresolved_pairs, ...: core.metrics_run.NULL_REASONS)."""
+    """Table 4: per run and metric, mean ± SD with n and CI; `ssr_successful` is SSR over successful tasks."""
     df = _metrics(store, runs, gold_set, judge_config, preset)
-    reasons = [orjson.loads(r) if isinstance(r, str) else {} for r in df["null_reasons"]]
-    df = df.assign(_reasons=reasons)
     rows = []
     for run in runs:
         part = df[df.run == run]
         for metric in (*METRIC_COLUMNS, "ssr_successful"):
             if metric == "ssr_successful":
-                part_m = part[part.success.fillna(False).astype(bool)]
-                values, column = part_m.ssr.tolist(), "ssr"
+                successful = part[part.success.fillna(False).astype(bool)]
+                values = successful.ssr.tolist()
+                why = Counter({"not_successful": len(part) - len(successful)})
+                why.update(_reasons(successful.null_reasons, "ssr"))
             else:
-                part_m, values, column = part, part[metric].tolist(), metric
+                values = part[metric].tolist()
+                why = _reasons(part.null_reasons, metric)
             stats = summarize([None if pd.isna(v) else v for v in values])
-            left_out = Counter(
-                r.get(column, "null") for r, v in zip(part_m._reasons, values, strict=True) if pd.isna(v)
-            )
-            rows.append({
-                "run": run, "metric": metric, **stats, "tasks": len(part), "left_out": sum(left_out.values()),
-                "left_out_why": ", ".join(f"{reason} {n}" for reason, n in left_out.most_common()) or None,
-            })  # fmt: skip
+            rows.append({"run": run, "metric": metric, **stats, "tasks": len(part),
+                         "left_out": len(part) - stats["n"], "left_out_why": _why(why)})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _reasons(null_reasons: Iterable, metric: str) -> Counter:
+    """How many rows give each NULL reason for `metric` (the `null_reasons` JSON of the metrics rows)."""
+    counts: Counter = Counter()
+    for text in null_reasons:
+        if isinstance(text, str) and text:
+            reason = orjson.loads(text).get(metric)
+            if reason:
+                counts[reason] += 1
+    return counts
+
+
+def _why(counts: Counter) -> str:
+    return "; ".join(f"{reason} {n}" for reason, n in counts.most_common() if n)
 
 
 def steps_per_task(
@@ -125,17 +139,27 @@ def steps_per_task(
 ) -> pd.DataFrame:  # fmt: skip
     """Table 6: mean steps of the gold (human) and of the agent, per run and domain, on tasks with gold."""
     df = _metrics(store, runs, gold_set, judge_config, preset)
-    df = df[df.n_gold.notna()]
+    # Answer-only trajectories record no agent step: their step count is not the agent's.
+    answer_only = [
+        isinstance(text, str) and bool(text) and orjson.loads(text).get("repr") == "answer_only"
+        for text in df.null_reasons
+    ]
+    df = df.assign(answer_only=answer_only)
     rows = []
     for run in runs:
-        part = df[df.run == run]
+        whole = df[df.run == run]
+        part = whole[whole.n_gold.notna() & ~whole.answer_only]
         for domain in [*sorted(part.site_key.unique()), "all"]:
             sub = part if domain == "all" else part[part.site_key == domain]
+            every = whole if domain == "all" else whole[whole.site_key == domain]
+            why = Counter({"no_gold": int(every.n_gold.isna().sum()),
+                           "answer_only": int((every.n_gold.notna() & every.answer_only).sum())})  # fmt: skip
             human, agent = summarize(sub.n_gold.tolist()), summarize(sub.n_agent.tolist())
             rows.append({
                 "run": run, "domain": domain, "tasks": len(sub), "human_mean": human["mean"], "human_sd": human["sd"],
                 "agent_mean": agent["mean"], "agent_sd": agent["sd"],
                 "agent_over_human": (agent["mean"] / human["mean"]) if human["mean"] else None,
+                "left_out": len(every) - len(sub), "left_out_why": _why(why),
             })  # fmt: skip
     return pd.DataFrame(rows)
 

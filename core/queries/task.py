@@ -50,7 +50,7 @@ def task_header(store: Store, run: str, task_id: int) -> dict[str, Any] | None:
                o.reference_answers, o.reference_url, o.eval_types AS original_eval_types,
                o.string_note, o.start_url AS original_start_url,
                e.status, e.score, e.explanation, e.error, e.cannot_pass, e.engine_version, e.evaluated_at,
-               e.offline_status, e.verdict_disagrees,
+               e.offline_status, e.offline_disagrees AS verdict_disagrees, e.explanation_source,
                e.eval_result IS NOT NULL AS has_eval_result,
                t.episode, t.final_answer, t.termination, t.termination_detail, t.n_steps, t.goal,
                r.raw_text AS response_raw, r.parsed AS response_parsed, r.parse_error AS response_parse_error,

@@ -64,7 +64,7 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
                         CASE WHEN v.verdict IN ('failure', 'error') THEN NULL END) AS explanation,
                t.termination, t.n_steps AS steps, g.task_id IS NOT NULL AS has_gold,
                m.ssr, m.ear, coalesce(e.cannot_pass, false) AS cannot_pass,
-               coalesce(e.verdict_disagrees, false) AS disagrees, l.label,
+               coalesce(e.offline_disagrees, false) AS disagrees, l.label,
                coalesce(t.final_answer, r.raw_text) AS answer, t.episode,
                coalesce(p.n, 0) AS problems
         FROM v

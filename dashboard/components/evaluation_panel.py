@@ -43,7 +43,7 @@ def render(run: str, task_id: int, header: dict) -> None:
         offline = str(r.get("source") or "").startswith("offline")
         where = (
             " · re-checked offline ("
-            + ("the run's config" if r["source"].endswith("recorded-config") else "the original task config")
+            + ("the run's config" if r["source"].endswith("run-config") else "the original task config")
             + ")"
             if offline
             else ""

@@ -1,0 +1,111 @@
+"""CLI commands of the offline-evaluation area: `import opagent` and `evaluate-offline`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from core.cli import ui
+
+
+def print_offline(store, run: str) -> None:
+    """Offline statuses, why evaluators stayed unresolved, and the agreement with the run's verdict."""
+    from core.offline_eval.agreement import agreement
+
+    rows = store.query(
+        "SELECT evaluator, status, count(*) FROM evaluator_results WHERE run = ? AND source LIKE 'offline%'"
+        " GROUP BY ALL ORDER BY ALL",
+        [run],
+    )
+    ui.print_table(f"{run}: offline evaluators", ["evaluator", "status", "rows"], rows)
+    a = agreement(store, run)
+    if not a.tasks:
+        ui.console.print("no run verdicts to compare with")
+        return
+    rate = "n/a" if a.rate is None else f"{a.rate:.1%}"
+    ui.console.print(
+        f"agreement with the run's own verdict ({a.verdict_source}): {a.agree}/{a.all_decidable} = {rate}"
+        f" over the {a.all_decidable} of {a.tasks} tasks whose evaluators are all decidable offline",
+        markup=False,
+    )
+    if a.decided_rate is not None:
+        ui.console.print(
+            f"over every task with a decided offline status: {a.decided_agree}/{a.decided} = {a.decided_rate:.1%}",
+            markup=False,
+        )
+    undecidable = ", ".join(f"{reason} {n}" for reason, n in a.undecidable_by_reason.items())
+    if undecidable:
+        ui.console.print(f"tasks not decidable offline, by reason: {undecidable}", markup=False)
+    for label, tasks in (
+        ("run passes, offline fails", a.run_pass_offline_fail),
+        ("run fails, offline passes", a.run_fail_offline_pass),
+    ):
+        if tasks:
+            ui.console.print(f"{label}: tasks {', '.join(map(str, tasks))}", markup=False)
+
+
+def import_opagent_cmd(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path, typer.Argument(help="OpAgent run: final_results/<task_id>.json (+ final_visual_results/).")
+    ],
+    run: Annotated[str, typer.Option("--run", help="Run name (a run of that name is replaced).")],
+    agent: Annotated[str, typer.Option(help="Agent name.")] = "OpAgent",
+    model: Annotated[str | None, typer.Option(help="Model name.")] = None,
+    paradigm: Annotated[str, ui.PARADIGM_OPTION] = "step_by_step",
+) -> None:
+    """Import an OpAgent WebArena run (one JSON trajectory per task) and evaluate it offline."""
+    from core.cli.trajectories import _problems
+    from core.importers.opagent import import_opagent
+
+    with ui.store_from(ctx) as store:
+        with ui.progress_bar("importing opagent") as progress:
+            s = import_opagent(
+                store, directory, run, agent=agent, model=model, paradigm=paradigm, on_progress=progress
+            )
+        ui.console.print(
+            f"run {s.run}: {s.n_tasks} tasks from {s.n_files} files, {s.n_steps} steps, "
+            f"{s.n_screenshots} with a screenshot; scores: {s.n_success} successes of {s.n_scored}"
+        )
+        ui.print_table("terminations", ["termination", "tasks"], sorted(s.terminations.items()))
+        _problems(s.problems)
+        print_offline(store, run)
+
+
+def evaluate_offline_cmd(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Option("--run", help="Run without network traces to evaluate offline.")],
+    judge: Annotated[
+        str,
+        typer.Option(
+            "--judge", help="offline (fuzzy_match stays unresolved) or llm (asks TRAJREVIEW_LLM_*)."
+        ),
+    ] = "offline",
+) -> None:
+    """Re-run WebArena's evaluators on what the run recorded; explain every failure in one sentence."""
+    from core.errors import InputError
+    from core.offline_eval.fuzzy import FuzzyJudge
+    from core.offline_eval.run import evaluate_run_offline
+
+    if judge not in ("offline", "llm"):
+        raise InputError("--judge", "must be offline or llm")
+    with ui.store_from(ctx) as store:
+        fuzzy_judge = FuzzyJudge.from_env(store) if judge == "llm" else None
+        if judge == "llm" and fuzzy_judge is None:
+            raise InputError("--judge", "llm needs TRAJREVIEW_LLM_MODEL (and _BASE_URL, _API_KEY)")
+        with ui.progress_bar(f"evaluating {run} offline") as progress:
+            summary = evaluate_run_offline(store, run, fuzzy_judge=fuzzy_judge, on_progress=progress)
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
+        ui.console.print(f"{run}: {summary.tasks} tasks; offline status: {statuses}", markup=False)
+        if fuzzy_judge is not None:
+            ui.console.print(f"LLM questions asked {fuzzy_judge.asked}, cache hits {fuzzy_judge.cache_hits}")
+        print_offline(store, run)
+        ui.print_failures(store, run)
+
+
+def register(app: typer.Typer, import_app: typer.Typer) -> None:
+    """Add this area's commands to the main app and to the `import` group."""
+    import_app.command("opagent")(import_opagent_cmd)
+    app.command("evaluate-offline")(evaluate_offline_cmd)
