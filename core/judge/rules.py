@@ -19,6 +19,8 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz
 
+from core.requirement_spellings import split_spellings
+
 # -- canonical form ------------------------------------------------------------------------------
 
 
@@ -445,7 +447,6 @@ def decide_stated_vs_executed(stated: str, executed: str) -> RuleDecision:
 
 
 # -- requirement found in an answer --------------------------------------------------------------
-ALTERNATIVES_SEPARATOR = " || "
 
 
 def _squash(text: str) -> str:
@@ -504,7 +505,7 @@ def decide_requirement(requirement: str, answer: str) -> RuleDecision:
     format-insensitive: '$1,234.50' finds 1234.5, and a date in any format finds the same date."""
     if not answer or not answer.strip():
         return RuleDecision(False, 0.0, "no answer")
-    spellings = [s for s in requirement.split(ALTERNATIVES_SEPARATOR) if s.strip()]
+    spellings = split_spellings(requirement)
     undecided = False
     for spelling in spellings:
         number = as_number(spelling)
