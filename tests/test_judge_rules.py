@@ -9,14 +9,13 @@ from core.judge.cache import cache_key
 from core.judge.cascade import CascadeJudge
 from core.judge.lexical import score_pair
 from core.judge.rules import (
-    as_date,
-    as_number,
     canonicalize,
     decide_repeat,
     decide_requirement,
     decide_stated_vs_executed,
     decide_steps,
 )
+from core.judge.values import as_date, as_number
 
 
 @pytest.mark.parametrize(

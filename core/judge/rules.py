@@ -12,13 +12,23 @@ from __future__ import annotations
 
 import ast
 import re
-import unicodedata
 from dataclasses import dataclass
-from datetime import date, datetime
 from functools import lru_cache
 
-from rapidfuzz import fuzz
-
+from core.judge.values import (
+    as_date,
+    as_minutes,
+    as_number,
+    dates_in,
+    fold,
+    label_numbers,
+    minutes_in,
+    norm_label,
+    norm_value,
+    numbers_in,
+    same_value,
+    squash,
+)
 from core.requirement_spellings import split_spellings
 
 # -- canonical form ------------------------------------------------------------------------------
@@ -58,100 +68,6 @@ _ROLE_WORDS = {
 }  # fmt: skip
 _DIRECTIONS = ("down", "up", "left", "right")
 _KNOWN_KEYS = {"enter", "return", "tab", "escape", "esc", "backspace", "delete", "space"}
-
-
-def _fold(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).replace("\u00a0", " ")
-    return " ".join(text.split())
-
-
-def norm_label(text: str | None) -> str | None:
-    """Case-, width- and whitespace-insensitive label; inner words and digits are all kept."""
-    if text is None:
-        return None
-    text = _fold(text).casefold().strip(" .,;:!?\"'`")
-    return text or None
-
-
-# -- values: numbers, dates, text ----------------------------------------------------------------
-_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
-_CURRENCY = re.compile(r"^[\s$€£¥]*([-+]?[\d,]*\.?\d+)\s*%?\s*(?:usd|dollars?)?$", re.I)
-_DATE_FORMATS = (
-    "%m/%d/%Y", "%m/%d/%y", "%Y-%m-%d", "%Y/%m/%d", "%d.%m.%Y", "%B %d, %Y", "%b %d, %Y", "%B %d %Y",
-    "%b %d %Y", "%d %B %Y", "%d %b %Y", "%B %Y", "%b %Y",
-)  # fmt: skip
-_DATE_IN_TEXT = re.compile(
-    r"\d{1,4}[/\-.]\d{1,2}[/\-.]\d{1,4}|"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|"
-    r"\d{1,2}(?:st|nd|rd|th)? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,? \d{4}",
-    re.I,
-)
-
-
-def as_number(text: str | None) -> float | None:
-    """'$1,234.50' -> 1234.5; None when the text is not one number."""
-    if not text:
-        return None
-    match = _CURRENCY.match(text.strip())
-    if not match:
-        return None
-    try:
-        return float(match.group(1).replace(",", ""))
-    except ValueError:
-        return None
-
-
-def as_date(text: str | None) -> date | None:
-    """A date written in any common format ('03/31/2022', '2022-03-31', 'March 31, 2022')."""
-    if not text:
-        return None
-    cleaned = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", _fold(text).strip(" .,"))
-    cleaned = cleaned.replace("Sept ", "Sep ")
-    for fmt in _DATE_FORMATS:
-        try:
-            return datetime.strptime(cleaned, fmt).date()
-        except ValueError:
-            continue
-    return None
-
-
-def norm_value(text: str | None) -> str | None:
-    if text is None:
-        return None
-    text = _fold(text).casefold().strip(" .,;:!?\"'`")
-    return text or None
-
-
-_UNSIGNED = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
-_COSMETIC = re.compile(r"[\s\-_.,;:'\"`‘’“”]+")
-
-
-def label_numbers(label: str | None) -> list[float]:
-    """The numbers written in a label, in order ('Page 2' -> [2.0], 'Order #000000170' -> [170.0])."""
-    return [float(m.group(0).replace(",", "")) for m in _UNSIGNED.finditer(label or "")]
-
-
-def same_value(a: str | None, b: str | None) -> bool | None:
-    """True/False when the rule can tell, None when only a fuzzier stage can."""
-    na, nb = norm_value(a), norm_value(b)
-    if na is None or nb is None:
-        return None if (na is None) != (nb is None) else True
-    if na == nb:
-        return True
-    num_a, num_b = as_number(a), as_number(b)
-    if num_a is not None and num_b is not None:
-        return abs(num_a - num_b) < 1e-9
-    date_a, date_b = as_date(a), as_date(b)
-    if date_a is not None and date_b is not None:
-        return date_a == date_b
-    if (num_a is None) != (num_b is None) and (date_a or date_b) is None and (num_a or num_b) is not None:
-        return False  # a number against words that are no number: a substantive mismatch
-    # Only cosmetic separators fold away: symbols such as '+' or '#' carry meaning ('C++' vs 'C#').
-    squashed_a, squashed_b = _COSMETIC.sub("", na), _COSMETIC.sub("", nb)
-    if squashed_a == squashed_b:
-        return True
-    # Clearly different values (names, words) are the paper's rule 2; near-misses go to later stages.
-    return False if fuzz.ratio(na, nb) < 70 else None
 
 
 # -- grammars ------------------------------------------------------------------------------------
@@ -267,7 +183,7 @@ def _unquoted_target(rest: str) -> str | None:
 
 def parse_english(text: str) -> Canon:
     """A step sentence; verb `unknown` when no known verb starts a clause."""
-    text = _fold(text)
+    text = fold(text)
     element_id = None
     bid = _BID_MARK.search(text)
     if bid:
@@ -449,57 +365,6 @@ def decide_stated_vs_executed(stated: str, executed: str) -> RuleDecision:
 # -- requirement found in an answer --------------------------------------------------------------
 
 
-def _squash(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s.]", " ", _fold(text).casefold()).replace(".", " ").split())
-
-
-def _numbers_in(text: str) -> list[float]:
-    return [float(m.group(0).replace(",", "")) for m in _NUMBER.finditer(text)]
-
-
-def _dates_in(text: str) -> list[date]:
-    found = [as_date(m.group(0)) for m in _DATE_IN_TEXT.finditer(text)]
-    return [d for d in found if d is not None]
-
-
-_DURATION_REQ = re.compile(
-    r"^\s*(?:(\d+)\s*(?:h|hr|hrs|hours?)\s*)?(?:(\d+)\s*(?:m|min|mins|minutes?))?\s*$", re.I
-)
-_DURATION_IN_TEXT = re.compile(
-    r"(\d+)\s*(?:h|hr|hrs|hours?)\s*(?:and\s*)?(\d+)\s*(?:m|min|mins|minutes?)\b|(\d+)\s*(?:h|hr|hrs|hours?)\b"
-    r"|(\d+)\s*(?:m|min|mins|minutes?)\b|\b(\d{1,2}):(\d{2})\b",
-    re.I,
-)
-
-
-def as_minutes(text: str) -> int | None:
-    """'1hr 44min' -> 104, '11min' -> 11; None when the text is not a duration."""
-    match = _DURATION_REQ.match(text)
-    if not match or not (match.group(1) or match.group(2)):
-        return None
-    return int(match.group(1) or 0) * 60 + int(match.group(2) or 0)
-
-
-def _minutes_in(text: str) -> set[int]:
-    found = set()
-    for m in _DURATION_IN_TEXT.finditer(text):
-        h_m, h_only, m_only, clock = (
-            (m.group(1), m.group(2)),
-            m.group(3),
-            m.group(4),
-            (m.group(5), m.group(6)),
-        )
-        if h_m[0]:
-            found.add(int(h_m[0]) * 60 + int(h_m[1]))
-        elif h_only:
-            found.add(int(h_only) * 60)
-        elif m_only:
-            found.add(int(m_only))
-        elif clock[0]:
-            found.add(int(clock[0]) * 60 + int(clock[1]))
-    return found
-
-
 def decide_requirement(requirement: str, answer: str) -> RuleDecision:
     """Is the requirement (any of its `||`-separated spellings) in the answer? Case- and
     format-insensitive: '$1,234.50' finds 1234.5, and a date in any format finds the same date."""
@@ -510,17 +375,17 @@ def decide_requirement(requirement: str, answer: str) -> RuleDecision:
     for spelling in spellings:
         number = as_number(spelling)
         if number is not None:
-            if any(abs(number - n) < 1e-9 for n in _numbers_in(answer)):
+            if any(abs(number - n) < 1e-9 for n in numbers_in(answer)):
                 return RuleDecision(True, 1.0, f"number {spelling}")
             continue
         minutes = as_minutes(spelling)
-        if minutes is not None and minutes in _minutes_in(answer):
+        if minutes is not None and minutes in minutes_in(answer):
             return RuleDecision(True, 1.0, f"duration {spelling}")
         when = as_date(spelling)
-        if when is not None and when in _dates_in(answer):
+        if when is not None and when in dates_in(answer):
             return RuleDecision(True, 1.0, f"date {spelling}")
-        needle = _squash(spelling)
-        if needle and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", _squash(answer)):
+        needle = squash(spelling)
+        if needle and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", squash(answer)):
             return RuleDecision(True, 1.0, f"text {spelling}")
         if when is None:
             undecided = True
