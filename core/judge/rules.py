@@ -1,20 +1,26 @@
 """Rule stage: canonicalise both sides of a pair into (verb class, element label, value) and decide the
 clear cases.
 
-Three inputs are understood: the BrowserGym grammar (`click('12')`, `fill('12', 'x')`), the WebArena
-grammar (`click [12]`, `type [12] [text] [1]`, `click [12] where [12] is link 'X'`) and English step
-sentences (the human gold, "Click on the 'X' link", and trajreview's readable sentences, "Click link
-'X'"). Normalising never drops quoted labels, values, numbers, field names or direction words: it
-only folds case, Unicode forms, whitespace and surrounding punctuation.
+Three inputs are understood. The BrowserGym grammar (`click('12')`, `fill('12', 'x')`) and the WebArena
+grammar (`click [12]`, `type [12] [text] [1]`, `click [12] where [12] is [12] link 'X'`) are parsed by
+`core.action_grammar` in their strict forms: text those parsers would only read leniently is read here
+as a sentence instead. English step sentences (the human gold, "Click on the 'X' link", and
+trajreview's readable sentences, "Click link 'X'") are parsed here, with the grammar's verb vocabulary
+(`core.action_grammar.vocabulary`); the judge only maps canonical verbs to the classes it compares.
+Normalising never drops quoted labels, values, numbers, field names or direction words: it only folds
+case, Unicode forms, whitespace and surrounding punctuation.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from core.action_grammar import ParsedAction
+from core.action_grammar.browsergym import strict_first_call
+from core.action_grammar.vocabulary import step_verb
+from core.action_grammar.webarena import is_unparsed_output, parse_webarena_action
 from core.judge.values import (
     as_date,
     as_minutes,
@@ -45,19 +51,14 @@ class Canon:
     grammar: str = "english"  # browsergym | webarena | english
 
 
-# Verb (as written) -> verb class.
-_VERB_CLASS = {
-    "click": "click", "dblclick": "click", "check": "click", "uncheck": "click", "focus": "click",
-    "mouse_click": "click", "mouse_dblclick": "click", "tap": "click", "clicl": "click", "clock": "click",
-    "clik": "click", "clcik": "click", "hover": "hover", "hober": "hover", "type": "type", "fill": "type",
-    "enter": "type", "input": "type", "write": "type", "search": "type", "clear": "clear",
-    "select": "select", "select_option": "select", "choose": "select", "pick": "select",
-    "press": "press", "keyboard_press": "press", "hit": "press", "scroll": "scroll", "goto": "goto",
-    "go": "goto", "navigate": "goto", "visit": "goto", "open": "goto", "go_back": "go_back",
-    "go_forward": "go_forward", "new_tab": "tab", "tab_focus": "tab", "close_tab": "tab",
-    "tab_close": "tab", "stop": "answer", "send_msg_to_user": "answer", "answer": "answer",
-    "report_infeasible": "answer", "infeasible": "answer", "noop": "noop", "wait": "noop",
-    "upload_file": "upload", "upload": "upload", "drag_and_drop": "drag", "drag": "drag",
+# Canonical verb (core.action_grammar.VERBS) -> the class the judge compares on. How each verb is
+# spelled, in either grammar or in English, is the grammar's knowledge (core.action_grammar.vocabulary).
+VERB_CLASS = {
+    "click": "click", "dblclick": "click", "check": "click", "focus": "click", "hover": "hover",
+    "type": "type", "clear": "clear", "select": "select", "press": "press", "scroll": "scroll",
+    "goto": "goto", "go_back": "go_back", "go_forward": "go_forward", "new_tab": "tab",
+    "tab_focus": "tab", "close_tab": "tab", "upload": "upload", "drag": "drag", "answer": "answer",
+    "infeasible": "answer", "noop": "noop", "unknown": "unknown",
 }  # fmt: skip
 
 # Classes that may describe the same intent (a link click is a navigation; an option can be clicked).
@@ -67,94 +68,46 @@ _ROLE_WORDS = {
     "searchbox", "field", "box", "icon", "menuitem", "radio", "listbox", "heading", "element", "bar",
 }  # fmt: skip
 _DIRECTIONS = ("down", "up", "left", "right")
-_KNOWN_KEYS = {"enter", "return", "tab", "escape", "esc", "backspace", "delete", "space"}
 
 
 # -- grammars ------------------------------------------------------------------------------------
-_BG_CALL = re.compile(r"^\s*([a-z_]+)\((.*)\)\s*$", re.S)
-_WA_ACTION = re.compile(
-    r"^\s*(click|type|hover|press|scroll|goto|go_back|go_forward|new_tab|tab_focus|close_tab|stop|noop)"
-    r"((?:\s*\[.*)|\s*)$",
-    re.S,
-)
-_WA_ARG = re.compile(r"\[(.*?)\](?=\s*(?:\[|$|where\b))", re.S)
-_WA_WHERE = re.compile(r"where\s+\[[^\]]*\]\s+is\s+(?:\[[^\]]*\]\s+)?(\w+)\s+'(.*)'", re.S)
-
-
-def _literal_args(body: str) -> list | None:
-    try:
-        value = ast.literal_eval(f"({body},)") if body.strip() else ()
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return list(value)
+def _canon(action: ParsedAction, grammar: str) -> Canon:
+    """A grammar action in the judge's terms: the verb's class, the label folded, one value field."""
+    verb = VERB_CLASS.get(action.verb, "unknown")
+    if action.verb == "goto":
+        value = action.target_url
+    elif verb == "answer":
+        value = action.answer or ""
+    elif verb == "scroll":
+        value = None  # the direction is what a scroll is compared on, not its pixel deltas
+    else:
+        value = action.value
+    return Canon(
+        verb,
+        label=norm_label(action.element_label),
+        value=value,
+        element_id=action.element_id,
+        key=(action.key or "").strip().lower() if verb == "press" else None,
+        # A scroll that names no direction is read as down, as in a sentence ("Scroll").
+        direction=(action.direction or "down") if verb == "scroll" else None,
+        grammar=grammar,
+    )
 
 
 def parse_browsergym(text: str) -> Canon | None:
     """The first call of a BrowserGym action string; None when it is not one."""
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    match = _BG_CALL.match(first)
-    if not match:
-        return None
-    name, args = match.group(1), _literal_args(match.group(2))
-    if args is None or name not in _VERB_CLASS:
-        return None
-    verb = _VERB_CLASS[name]
-    s = [str(a) for a in args]
-    if name in ("fill", "select_option", "upload_file"):
-        return Canon(
-            verb, element_id=s[0] if s else None, value=s[1] if len(s) > 1 else None, grammar="browsergym"
-        )
-    if name == "press":
-        return Canon(
-            verb,
-            element_id=s[0] if s else None,
-            key=(s[1] if len(s) > 1 else "").lower(),
-            grammar="browsergym",
-        )
-    if name == "keyboard_press":
-        return Canon(verb, key=(s[0] if s else "").lower(), grammar="browsergym")
-    if name == "scroll":
-        dx, dy = (float(args[0]), float(args[1])) if len(args) >= 2 else (0.0, 0.0)
-        direction = ("down" if dy > 0 else "up") if abs(dy) >= abs(dx) else ("right" if dx > 0 else "left")
-        return Canon(verb, direction=direction, grammar="browsergym")
-    if name == "goto":
-        return Canon(verb, value=s[0] if s else None, grammar="browsergym")
-    if verb == "answer":
-        return Canon(verb, value=s[0] if s else "", grammar="browsergym")
-    if name.startswith("mouse_"):
-        return Canon(verb, value=",".join(s), grammar="browsergym")
-    return Canon(verb, element_id=s[0] if s else None, grammar="browsergym")
+    action = strict_first_call(text)
+    return _canon(action, "browsergym") if action is not None else None
 
 
 def parse_webarena(text: str) -> Canon | None:
     """A WebArena action (`click [12]`, `type [12] [text] [1]`, `stop [answer]`, with an optional
-    `where [12] is link 'X'` tail as in render files); None when it is not one."""
-    match = _WA_ACTION.match(text.strip())
-    if not match:
+    `where [12] is link 'X'` tail as in render files); None when it is not one. The harness's `none`
+    (output it could not parse) is no chosen action: like its readable sentence, it has no verb."""
+    action = parse_webarena_action(text, strict=True)
+    if action is None or is_unparsed_output(action):
         return None
-    name, rest = match.group(1).lower(), match.group(2)
-    where = _WA_WHERE.search(rest)
-    label = norm_label(where.group(2)) if where else None
-    head = rest[: where.start()] if where else rest
-    args = [a.strip() for a in _WA_ARG.findall(head.strip())]
-    verb = _VERB_CLASS[name]
-    if name == "type":
-        if len(args) >= 3 and args[-1] in ("0", "1"):
-            args = args[:-1]
-        value = args[1] if len(args) >= 2 else None
-        return Canon(verb, label=label, value=value, element_id=args[0] if args else None, grammar="webarena")
-    if name == "press":
-        return Canon(verb, key=(args[0] if args else "").lower(), grammar="webarena")
-    if name == "scroll":
-        direction = (args[0] if args else "down").lower()
-        return Canon(verb, direction=direction, grammar="webarena")
-    if name == "goto":
-        return Canon(verb, value=args[0] if args else None, grammar="webarena")
-    if name == "stop":
-        return Canon(verb, value=args[0] if args else "", grammar="webarena")
-    if name in ("click", "hover"):
-        return Canon(verb, label=label, element_id=args[0] if args else None, grammar="webarena")
-    return Canon(verb, grammar="webarena")
+    return _canon(action, "webarena")
 
 
 # -- English sentences (gold steps and readable agent steps) ------------------------------------
@@ -189,12 +142,13 @@ def parse_english(text: str) -> Canon:
     if bid:
         element_id, text = bid.group(1), text[: bid.start()]
     quotes = [(m.start(), m.end(), m.group(2)) for m in _QUOTED.finditer(text)]
-    verb_word, verb_pos = None, len(text)
+    verb_word, canonical, verb_pos = None, None, len(text)
     for m in _WORD.finditer(text):
         if any(s <= m.start() < e for s, e, _ in quotes):
             continue
         word = m.group(0).lower().rstrip(":")
-        if word in _VERB_CLASS and word not in ("stop",):
+        canonical = step_verb(word)
+        if canonical:
             verb_word, verb_pos = word, m.end()
             break
         if m.start() > 60:
@@ -204,7 +158,7 @@ def parse_english(text: str) -> Canon:
     after = [q for q in quotes if q[0] >= verb_pos] or quotes
     rest = text[verb_pos:]
     low_rest = rest.lower()
-    verb = _VERB_CLASS[verb_word]
+    verb = VERB_CLASS.get(canonical, "unknown")
     if verb_word == "go" and re.match(r"\s*back\b", low_rest):
         return Canon("go_back")
     if verb_word == "go" and re.match(r"\s*forward\b", low_rest):
