@@ -169,33 +169,38 @@ def record(path: Path) -> None:
     print(f"recorded {len(entries)} pairs to {path}: {counts}")
 
 
+def _difference(before: dict, after: dict) -> str | None:
+    """The most serious way two decisions of one pair differ, or None when they are identical."""
+    if before["rule"][:2] != after["rule"][:2]:
+        return "rule verdict"
+    if before["offline"][:2] != after["offline"][:2]:
+        return "offline verdict"
+    if before["offline"] != after["offline"]:
+        return "offline score only"
+    if before["rule"][2] != after["rule"][2]:
+        return "rule rationale only"
+    return None
+
+
 def compare(path: Path) -> int:
     entries = orjson.loads(path.read_bytes())
     fresh = _decide([tuple(e["pair"]) for e in entries])
-    differing = {"rule verdict/score": [], "rule rationale": [], "offline verdict": []}
+    found: dict[str, list[tuple[dict, dict]]] = {}
     for entry, now in zip(entries, fresh, strict=True):
-        if entry["rule"][:2] != now["rule"][:2]:
-            differing["rule verdict/score"].append((entry, now))
-        elif entry["rule"][2] != now["rule"][2]:
-            differing["rule rationale"].append((entry, now))
-        if entry["offline"] != now["offline"]:
-            differing["offline verdict"].append((entry, now))
+        what = _difference(entry, now)
+        if what:
+            found.setdefault(what, []).append((entry, now))
     for name in ("real", "tests", "corpus"):
-        subset = [
-            i
-            for i, e in enumerate(entries)
-            if e["set"] == name
-            and e["rule"][:2] == fresh[i]["rule"][:2]
-            and e["offline"] == fresh[i]["offline"]
-        ]
         total = sum(e["set"] == name for e in entries)
-        print(f"{name}: {len(subset)}/{total} pairs with identical rule and offline decisions")
-    for what, found in differing.items():
-        print(f"{what}: {len(found)} differ")
-        for entry, now in found[:40]:
+        changed = sum(e["set"] == name for group in found.values() for e, _ in group)
+        print(f"{name}: {total - changed}/{total} pairs decided identically (verdict, score, rationale)")
+    for what in ("rule verdict", "offline verdict", "offline score only", "rule rationale only"):
+        group = found.get(what, [])
+        print(f"{what}: {len(group)} pairs")
+        for entry, now in group[:40]:
             print(f"  [{entry['set']}] {entry['pair'][:3]}\n    before {entry['rule']} {entry['offline']}")
             print(f"    after  {now['rule']} {now['offline']}")
-    return 1 if differing["rule verdict/score"] or differing["offline verdict"] else 0
+    return 1 if found else 0
 
 
 def main(argv: list[str]) -> int:
