@@ -40,6 +40,7 @@ _AXTREE_LINE = re.compile(
 )
 # Icon-font glyphs (Unicode private-use area) say nothing to a reader.
 _PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
+_CALL_START = re.compile(r"\s*([A-Za-z_]\w*)\s*\(")
 _CALL_HEAD = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$", re.DOTALL)
 _FENCE = re.compile(r"^```\w*\s*|\s*```$")
 _MAX_ACTION_CHARS = 100_000
@@ -192,8 +193,10 @@ def strict_first_call(action: str | None) -> ParsedAction | None:
     when the whole text does not parse, its first line alone may."""
     if not action or not action.strip():
         return None
-    text = _FENCE.sub("", action.strip())
-    if len(text) > _MAX_ACTION_CHARS:
+    text = action.strip()
+    if text.startswith("```"):
+        text = _FENCE.sub("", text)
+    if len(text) > _MAX_ACTION_CHARS or not _starts_call(text):  # most texts are sentences: no ast
         return None
     for candidate in dict.fromkeys((text, text.splitlines()[0])):
         try:
@@ -216,7 +219,7 @@ def strict_first_call(action: str | None) -> ParsedAction | None:
 
 
 def _starts_call(line: str) -> bool:
-    match = re.match(r"\s*([A-Za-z_]\w*)\s*\(", line)
+    match = _CALL_START.match(line)
     return bool(match and match.group(1) in FUNCTION_VERBS)
 
 
