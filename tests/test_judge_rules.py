@@ -311,3 +311,18 @@ def test_grammar_actions_through_action_grammar():
 def test_select_option_from_dropdown_reads_option_as_value():
     gold = "Select the 'Black' option from the 'Color' dropdown"
     assert decide_steps(gold, "Select 'Black' in combobox 'Color'").verdict is not False
+
+
+def test_rule_and_lexical_stages_are_pure_domain():
+    """No store-level module (or DuckDB) behind the cheap stages: requirements import the separator
+    from core.requirement_spellings, not the other way round."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "import core.judge.rules, core.judge.lexical, core.requirement_spellings\n"
+        "print(','.join(sorted(m for m in sys.modules if m in ('duckdb', 'core.store', 'core.requirements'))))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""
