@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from core.errors import InputError
-from core.judge.rules import ALTERNATIVES_SEPARATOR
+from core.requirement_spellings import join_spellings
 from core.store import Store, insert_rows
 
 SOURCES_BY_PRECEDENCE = ("import", "verified_retrieved_data", "original_must_include")
@@ -37,7 +37,7 @@ def requirement_items(retrieved: Any) -> list[str]:
         if isinstance(item, list):
             spellings = [_as_text(s).strip() for s in item if _as_text(s).strip()]
             if spellings:
-                texts.append(ALTERNATIVES_SEPARATOR.join(dict.fromkeys(spellings)))
+                texts.append(join_spellings(spellings))
         elif isinstance(item, dict):
             texts.extend(_as_text(v).strip() for v in item.values() if v is not None and _as_text(v).strip())
         elif item is not None and _as_text(item).strip():

@@ -40,6 +40,7 @@ _AXTREE_LINE = re.compile(
 )
 # Icon-font glyphs (Unicode private-use area) say nothing to a reader.
 _PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
+_CALL_START = re.compile(r"\s*([A-Za-z_]\w*)\s*\(")
 _CALL_HEAD = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$", re.DOTALL)
 _FENCE = re.compile(r"^```\w*\s*|\s*```$")
 _MAX_ACTION_CHARS = 100_000
@@ -185,8 +186,40 @@ def parse_calls(action: str | None) -> list[ParsedAction]:
     return calls
 
 
+def strict_first_call(action: str | None) -> ParsedAction | None:
+    """The first call of an action string when that call is wholly in the grammar (a known function
+    with literal arguments), else None: no lenient reading. For callers that then read the text another
+    way (the judge reads it as a sentence) instead of showing an unparsed action. Like `parse_calls`,
+    when the whole text does not parse, its first line alone may."""
+    if not action or not action.strip():
+        return None
+    text = action.strip()
+    if text.startswith("```"):
+        text = _FENCE.sub("", text)
+    if len(text) > _MAX_ACTION_CHARS or not _starts_call(text):  # most texts are sentences: no ast
+        return None
+    for candidate in dict.fromkeys((text, text.splitlines()[0])):
+        try:
+            tree = ast.parse(candidate, mode="exec")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        stmt = tree.body[0] if tree.body else None
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in FUNCTION_VERBS
+        ):
+            return None
+        try:
+            args = [ast.literal_eval(a) for a in call.args]
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+        return _action_from_call(call.func.id, args, kwargs, ast.get_source_segment(candidate, stmt) or "")
+    return None
+
+
 def _starts_call(line: str) -> bool:
-    match = re.match(r"\s*([A-Za-z_]\w*)\s*\(", line)
+    match = _CALL_START.match(line)
     return bool(match and match.group(1) in FUNCTION_VERBS)
 
 

@@ -21,7 +21,7 @@ from core.action_grammar import ParsedAction, readable
 
 # WebArena verb -> canonical verb (core.action_grammar.VERBS). `page_focus` is how action2str writes
 # tab_focus; `none` is an output the harness could not parse (executed as a no-op).
-_VERBS = {
+ACTION_VERBS = {
     "click": "click", "hover": "hover", "type": "type", "press": "press", "scroll": "scroll",
     "goto": "goto", "go_back": "go_back", "go_forward": "go_forward", "new_tab": "new_tab",
     "tab_focus": "tab_focus", "page_focus": "tab_focus", "close_tab": "close_tab", "stop": "answer",
@@ -35,21 +35,28 @@ ERROR_STOP_PREFIX = "ERROR:"
 SUMMARY_PHRASE = "In summary, the next action I will perform is"
 
 
-def parse_webarena_action(text: str | None) -> ParsedAction | None:
-    """Parse a WebArena action (LLM or rendered form); None when the text is not in this grammar."""
+def parse_webarena_action(text: str | None, *, strict: bool = False) -> ParsedAction | None:
+    """Parse a WebArena action (LLM or rendered form); None when the text is not in this grammar.
+
+    `strict`: arguments only in brackets and element ids present, so a sentence that merely starts
+    with an action word ("scroll down", "click on 'X'") is not claimed; for callers that then read the
+    text another way (the judge reads it as a sentence) instead of showing an unparsed action.
+    """
     if not text:
         return None
     match = _HEAD.match(text)
-    if not match or match.group(1) not in _VERBS:
+    if not match or match.group(1) not in ACTION_VERBS:
         return None
     word, rest = match.group(1), match.group(2).strip()
     if rest.startswith("("):  # a function call: BrowserGym's grammar, not ours
         return None
-    action = ParsedAction(raw=text, verb=_VERBS[word])
+    if strict and rest and not rest.startswith("["):
+        return None
+    action = ParsedAction(raw=text, verb=ACTION_VERBS[word])
     if word in ("click", "hover", "type"):
         id_match = _ID_ARG.match(rest)
         if not id_match:
-            return action.model_copy(update={"verb": "unknown"})
+            return None if strict else action.model_copy(update={"verb": "unknown"})
         element_id = id_match.group(1)
         args, description = _split_where(rest[id_match.end() :], element_id)
         action.element_id = element_id
@@ -144,15 +151,16 @@ def clean_label(label: str | None) -> str | None:
 def parse_element_description(description: str) -> tuple[str | None, str | None]:
     """`[1096] button 'All Store Views' hasPopup: menu` -> ('button', 'All Store Views').
 
-    Forks write other forms; plain text (`Account Activity`) is taken as the label.
+    Forks write other forms: `link 'Reports'` (no id) gives role and label too; other plain text
+    (`Account Activity`) is taken as the label.
     """
     desc = description.strip()
     id_match = _ID_ARG.match(desc)
-    if not id_match:
-        return None, clean_label(desc)
-    rest = desc[id_match.end() :]
+    rest = desc[id_match.end() :] if id_match else desc
     role, _, after = rest.partition(" ")
     after = after.lstrip()
+    if not id_match and not (role.isidentifier() and after[:1] in ("'", '"')):
+        return None, clean_label(desc)
     label = None
     if after[:1] in ("'", '"'):
         decoded = _python_string(after, 0)
@@ -188,9 +196,14 @@ def stated_action(raw_output: str | None) -> str | None:
     return tail.strip() or None
 
 
+def is_unparsed_output(action: ParsedAction) -> bool:
+    """`none`: the harness could not parse the model's output and executed nothing (no chosen action)."""
+    return action.verb == "noop" and action.raw.strip() == "none"
+
+
 def describe(action: ParsedAction) -> str:
     """Readable sentence, with the WebArena harness's own stops and unparsed outputs spelled out."""
-    if action.verb == "noop" and action.raw.strip() == "none":
+    if is_unparsed_output(action):
         return "No action (the output did not parse)"
     if action.verb == "answer" and action.answer is not None:
         if action.answer.startswith(EARLY_STOP_PREFIX):

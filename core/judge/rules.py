@@ -1,23 +1,41 @@
 """Rule stage: canonicalise both sides of a pair into (verb class, element label, value) and decide the
 clear cases.
 
-Three inputs are understood: the BrowserGym grammar (`click('12')`, `fill('12', 'x')`), the WebArena
-grammar (`click [12]`, `type [12] [text] [1]`, `click [12] where [12] is link 'X'`) and English step
-sentences (the human gold, "Click on the 'X' link", and trajreview's readable sentences, "Click link
-'X'"). Normalising never drops quoted labels, values, numbers, field names or direction words: it
-only folds case, Unicode forms, whitespace and surrounding punctuation.
+Three inputs are understood. The BrowserGym grammar (`click('12')`, `fill('12', 'x')`) and the WebArena
+grammar (`click [12]`, `type [12] [text] [1]`, `click [12] where [12] is [12] link 'X'`) are parsed by
+`core.action_grammar` in their strict forms: text those parsers would only read leniently is read here
+as a sentence instead. English step sentences (the human gold, "Click on the 'X' link", and
+trajreview's readable sentences, "Click link 'X'") are parsed here, with the grammar's verb vocabulary
+(`core.action_grammar.vocabulary`); the judge only maps canonical verbs to the classes it compares.
+Normalising never drops quoted labels, values, numbers, field names or direction words: it only folds
+case, Unicode forms, whitespace and surrounding punctuation.
 """
 
 from __future__ import annotations
 
-import ast
 import re
-import unicodedata
 from dataclasses import dataclass
-from datetime import date, datetime
 from functools import lru_cache
 
-from rapidfuzz import fuzz
+from core.action_grammar import ParsedAction
+from core.action_grammar.browsergym import strict_first_call
+from core.action_grammar.vocabulary import step_verb
+from core.action_grammar.webarena import is_unparsed_output, parse_webarena_action
+from core.judge.values import (
+    as_date,
+    as_minutes,
+    as_number,
+    dates_in,
+    fold,
+    label_numbers,
+    minutes_in,
+    norm_label,
+    norm_value,
+    numbers_in,
+    same_value,
+    squash,
+)
+from core.requirement_spellings import split_spellings
 
 # -- canonical form ------------------------------------------------------------------------------
 
@@ -33,19 +51,14 @@ class Canon:
     grammar: str = "english"  # browsergym | webarena | english
 
 
-# Verb (as written) -> verb class.
-_VERB_CLASS = {
-    "click": "click", "dblclick": "click", "check": "click", "uncheck": "click", "focus": "click",
-    "mouse_click": "click", "mouse_dblclick": "click", "tap": "click", "clicl": "click", "clock": "click",
-    "clik": "click", "clcik": "click", "hover": "hover", "hober": "hover", "type": "type", "fill": "type",
-    "enter": "type", "input": "type", "write": "type", "search": "type", "clear": "clear",
-    "select": "select", "select_option": "select", "choose": "select", "pick": "select",
-    "press": "press", "keyboard_press": "press", "hit": "press", "scroll": "scroll", "goto": "goto",
-    "go": "goto", "navigate": "goto", "visit": "goto", "open": "goto", "go_back": "go_back",
-    "go_forward": "go_forward", "new_tab": "tab", "tab_focus": "tab", "close_tab": "tab",
-    "tab_close": "tab", "stop": "answer", "send_msg_to_user": "answer", "answer": "answer",
-    "report_infeasible": "answer", "infeasible": "answer", "noop": "noop", "wait": "noop",
-    "upload_file": "upload", "upload": "upload", "drag_and_drop": "drag", "drag": "drag",
+# Canonical verb (core.action_grammar.VERBS) -> the class the judge compares on. How each verb is
+# spelled, in either grammar or in English, is the grammar's knowledge (core.action_grammar.vocabulary).
+VERB_CLASS = {
+    "click": "click", "dblclick": "click", "check": "click", "focus": "click", "hover": "hover",
+    "type": "type", "clear": "clear", "select": "select", "press": "press", "scroll": "scroll",
+    "goto": "goto", "go_back": "go_back", "go_forward": "go_forward", "new_tab": "tab",
+    "tab_focus": "tab", "close_tab": "tab", "upload": "upload", "drag": "drag", "answer": "answer",
+    "infeasible": "answer", "noop": "noop", "unknown": "unknown",
 }  # fmt: skip
 
 # Classes that may describe the same intent (a link click is a navigation; an option can be clicked).
@@ -55,188 +68,46 @@ _ROLE_WORDS = {
     "searchbox", "field", "box", "icon", "menuitem", "radio", "listbox", "heading", "element", "bar",
 }  # fmt: skip
 _DIRECTIONS = ("down", "up", "left", "right")
-_KNOWN_KEYS = {"enter", "return", "tab", "escape", "esc", "backspace", "delete", "space"}
-
-
-def _fold(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).replace("\u00a0", " ")
-    return " ".join(text.split())
-
-
-def norm_label(text: str | None) -> str | None:
-    """Case-, width- and whitespace-insensitive label; inner words and digits are all kept."""
-    if text is None:
-        return None
-    text = _fold(text).casefold().strip(" .,;:!?\"'`")
-    return text or None
-
-
-# -- values: numbers, dates, text ----------------------------------------------------------------
-_NUMBER = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
-_CURRENCY = re.compile(r"^[\s$€£¥]*([-+]?[\d,]*\.?\d+)\s*%?\s*(?:usd|dollars?)?$", re.I)
-_DATE_FORMATS = (
-    "%m/%d/%Y", "%m/%d/%y", "%Y-%m-%d", "%Y/%m/%d", "%d.%m.%Y", "%B %d, %Y", "%b %d, %Y", "%B %d %Y",
-    "%b %d %Y", "%d %B %Y", "%d %b %Y", "%B %Y", "%b %Y",
-)  # fmt: skip
-_DATE_IN_TEXT = re.compile(
-    r"\d{1,4}[/\-.]\d{1,2}[/\-.]\d{1,4}|"
-    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|"
-    r"\d{1,2}(?:st|nd|rd|th)? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,? \d{4}",
-    re.I,
-)
-
-
-def as_number(text: str | None) -> float | None:
-    """'$1,234.50' -> 1234.5; None when the text is not one number."""
-    if not text:
-        return None
-    match = _CURRENCY.match(text.strip())
-    if not match:
-        return None
-    try:
-        return float(match.group(1).replace(",", ""))
-    except ValueError:
-        return None
-
-
-def as_date(text: str | None) -> date | None:
-    """A date written in any common format ('03/31/2022', '2022-03-31', 'March 31, 2022')."""
-    if not text:
-        return None
-    cleaned = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", _fold(text).strip(" .,"))
-    cleaned = cleaned.replace("Sept ", "Sep ")
-    for fmt in _DATE_FORMATS:
-        try:
-            return datetime.strptime(cleaned, fmt).date()
-        except ValueError:
-            continue
-    return None
-
-
-def norm_value(text: str | None) -> str | None:
-    if text is None:
-        return None
-    text = _fold(text).casefold().strip(" .,;:!?\"'`")
-    return text or None
-
-
-_UNSIGNED = re.compile(r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
-_COSMETIC = re.compile(r"[\s\-_.,;:'\"`‘’“”]+")
-
-
-def label_numbers(label: str | None) -> list[float]:
-    """The numbers written in a label, in order ('Page 2' -> [2.0], 'Order #000000170' -> [170.0])."""
-    return [float(m.group(0).replace(",", "")) for m in _UNSIGNED.finditer(label or "")]
-
-
-def same_value(a: str | None, b: str | None) -> bool | None:
-    """True/False when the rule can tell, None when only a fuzzier stage can."""
-    na, nb = norm_value(a), norm_value(b)
-    if na is None or nb is None:
-        return None if (na is None) != (nb is None) else True
-    if na == nb:
-        return True
-    num_a, num_b = as_number(a), as_number(b)
-    if num_a is not None and num_b is not None:
-        return abs(num_a - num_b) < 1e-9
-    date_a, date_b = as_date(a), as_date(b)
-    if date_a is not None and date_b is not None:
-        return date_a == date_b
-    if (num_a is None) != (num_b is None) and (date_a or date_b) is None and (num_a or num_b) is not None:
-        return False  # a number against words that are no number: a substantive mismatch
-    # Only cosmetic separators fold away: symbols such as '+' or '#' carry meaning ('C++' vs 'C#').
-    squashed_a, squashed_b = _COSMETIC.sub("", na), _COSMETIC.sub("", nb)
-    if squashed_a == squashed_b:
-        return True
-    # Clearly different values (names, words) are the paper's rule 2; near-misses go to later stages.
-    return False if fuzz.ratio(na, nb) < 70 else None
 
 
 # -- grammars ------------------------------------------------------------------------------------
-_BG_CALL = re.compile(r"^\s*([a-z_]+)\((.*)\)\s*$", re.S)
-_WA_ACTION = re.compile(
-    r"^\s*(click|type|hover|press|scroll|goto|go_back|go_forward|new_tab|tab_focus|close_tab|stop|noop)"
-    r"((?:\s*\[.*)|\s*)$",
-    re.S,
-)
-_WA_ARG = re.compile(r"\[(.*?)\](?=\s*(?:\[|$|where\b))", re.S)
-_WA_WHERE = re.compile(r"where\s+\[[^\]]*\]\s+is\s+(?:\[[^\]]*\]\s+)?(\w+)\s+'(.*)'", re.S)
-
-
-def _literal_args(body: str) -> list | None:
-    try:
-        value = ast.literal_eval(f"({body},)") if body.strip() else ()
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return list(value)
+def _canon(action: ParsedAction, grammar: str) -> Canon:
+    """A grammar action in the judge's terms: the verb's class, the label folded, one value field."""
+    verb = VERB_CLASS.get(action.verb, "unknown")
+    if action.verb == "goto":
+        value = action.target_url
+    elif verb == "answer":
+        value = action.answer or ""
+    elif verb == "scroll":
+        value = None  # the direction is what a scroll is compared on, not its pixel deltas
+    else:
+        value = action.value
+    return Canon(
+        verb,
+        label=norm_label(action.element_label),
+        value=value,
+        element_id=action.element_id,
+        key=(action.key or "").strip().lower() if verb == "press" else None,
+        # A scroll that names no direction is read as down, as in a sentence ("Scroll").
+        direction=(action.direction or "down") if verb == "scroll" else None,
+        grammar=grammar,
+    )
 
 
 def parse_browsergym(text: str) -> Canon | None:
     """The first call of a BrowserGym action string; None when it is not one."""
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    match = _BG_CALL.match(first)
-    if not match:
-        return None
-    name, args = match.group(1), _literal_args(match.group(2))
-    if args is None or name not in _VERB_CLASS:
-        return None
-    verb = _VERB_CLASS[name]
-    s = [str(a) for a in args]
-    if name in ("fill", "select_option", "upload_file"):
-        return Canon(
-            verb, element_id=s[0] if s else None, value=s[1] if len(s) > 1 else None, grammar="browsergym"
-        )
-    if name == "press":
-        return Canon(
-            verb,
-            element_id=s[0] if s else None,
-            key=(s[1] if len(s) > 1 else "").lower(),
-            grammar="browsergym",
-        )
-    if name == "keyboard_press":
-        return Canon(verb, key=(s[0] if s else "").lower(), grammar="browsergym")
-    if name == "scroll":
-        dx, dy = (float(args[0]), float(args[1])) if len(args) >= 2 else (0.0, 0.0)
-        direction = ("down" if dy > 0 else "up") if abs(dy) >= abs(dx) else ("right" if dx > 0 else "left")
-        return Canon(verb, direction=direction, grammar="browsergym")
-    if name == "goto":
-        return Canon(verb, value=s[0] if s else None, grammar="browsergym")
-    if verb == "answer":
-        return Canon(verb, value=s[0] if s else "", grammar="browsergym")
-    if name.startswith("mouse_"):
-        return Canon(verb, value=",".join(s), grammar="browsergym")
-    return Canon(verb, element_id=s[0] if s else None, grammar="browsergym")
+    action = strict_first_call(text)
+    return _canon(action, "browsergym") if action is not None else None
 
 
 def parse_webarena(text: str) -> Canon | None:
     """A WebArena action (`click [12]`, `type [12] [text] [1]`, `stop [answer]`, with an optional
-    `where [12] is link 'X'` tail as in render files); None when it is not one."""
-    match = _WA_ACTION.match(text.strip())
-    if not match:
+    `where [12] is link 'X'` tail as in render files); None when it is not one. The harness's `none`
+    (output it could not parse) is no chosen action: like its readable sentence, it has no verb."""
+    action = parse_webarena_action(text, strict=True)
+    if action is None or is_unparsed_output(action):
         return None
-    name, rest = match.group(1).lower(), match.group(2)
-    where = _WA_WHERE.search(rest)
-    label = norm_label(where.group(2)) if where else None
-    head = rest[: where.start()] if where else rest
-    args = [a.strip() for a in _WA_ARG.findall(head.strip())]
-    verb = _VERB_CLASS[name]
-    if name == "type":
-        if len(args) >= 3 and args[-1] in ("0", "1"):
-            args = args[:-1]
-        value = args[1] if len(args) >= 2 else None
-        return Canon(verb, label=label, value=value, element_id=args[0] if args else None, grammar="webarena")
-    if name == "press":
-        return Canon(verb, key=(args[0] if args else "").lower(), grammar="webarena")
-    if name == "scroll":
-        direction = (args[0] if args else "down").lower()
-        return Canon(verb, direction=direction, grammar="webarena")
-    if name == "goto":
-        return Canon(verb, value=args[0] if args else None, grammar="webarena")
-    if name == "stop":
-        return Canon(verb, value=args[0] if args else "", grammar="webarena")
-    if name in ("click", "hover"):
-        return Canon(verb, label=label, element_id=args[0] if args else None, grammar="webarena")
-    return Canon(verb, grammar="webarena")
+    return _canon(action, "webarena")
 
 
 # -- English sentences (gold steps and readable agent steps) ------------------------------------
@@ -265,18 +136,19 @@ def _unquoted_target(rest: str) -> str | None:
 
 def parse_english(text: str) -> Canon:
     """A step sentence; verb `unknown` when no known verb starts a clause."""
-    text = _fold(text)
+    text = fold(text)
     element_id = None
     bid = _BID_MARK.search(text)
     if bid:
         element_id, text = bid.group(1), text[: bid.start()]
     quotes = [(m.start(), m.end(), m.group(2)) for m in _QUOTED.finditer(text)]
-    verb_word, verb_pos = None, len(text)
+    verb_word, canonical, verb_pos = None, None, len(text)
     for m in _WORD.finditer(text):
         if any(s <= m.start() < e for s, e, _ in quotes):
             continue
         word = m.group(0).lower().rstrip(":")
-        if word in _VERB_CLASS and word not in ("stop",):
+        canonical = step_verb(word)
+        if canonical:
             verb_word, verb_pos = word, m.end()
             break
         if m.start() > 60:
@@ -286,7 +158,7 @@ def parse_english(text: str) -> Canon:
     after = [q for q in quotes if q[0] >= verb_pos] or quotes
     rest = text[verb_pos:]
     low_rest = rest.lower()
-    verb = _VERB_CLASS[verb_word]
+    verb = VERB_CLASS.get(canonical, "unknown")
     if verb_word == "go" and re.match(r"\s*back\b", low_rest):
         return Canon("go_back")
     if verb_word == "go" and re.match(r"\s*forward\b", low_rest):
@@ -445,58 +317,6 @@ def decide_stated_vs_executed(stated: str, executed: str) -> RuleDecision:
 
 
 # -- requirement found in an answer --------------------------------------------------------------
-ALTERNATIVES_SEPARATOR = " || "
-
-
-def _squash(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s.]", " ", _fold(text).casefold()).replace(".", " ").split())
-
-
-def _numbers_in(text: str) -> list[float]:
-    return [float(m.group(0).replace(",", "")) for m in _NUMBER.finditer(text)]
-
-
-def _dates_in(text: str) -> list[date]:
-    found = [as_date(m.group(0)) for m in _DATE_IN_TEXT.finditer(text)]
-    return [d for d in found if d is not None]
-
-
-_DURATION_REQ = re.compile(
-    r"^\s*(?:(\d+)\s*(?:h|hr|hrs|hours?)\s*)?(?:(\d+)\s*(?:m|min|mins|minutes?))?\s*$", re.I
-)
-_DURATION_IN_TEXT = re.compile(
-    r"(\d+)\s*(?:h|hr|hrs|hours?)\s*(?:and\s*)?(\d+)\s*(?:m|min|mins|minutes?)\b|(\d+)\s*(?:h|hr|hrs|hours?)\b"
-    r"|(\d+)\s*(?:m|min|mins|minutes?)\b|\b(\d{1,2}):(\d{2})\b",
-    re.I,
-)
-
-
-def as_minutes(text: str) -> int | None:
-    """'1hr 44min' -> 104, '11min' -> 11; None when the text is not a duration."""
-    match = _DURATION_REQ.match(text)
-    if not match or not (match.group(1) or match.group(2)):
-        return None
-    return int(match.group(1) or 0) * 60 + int(match.group(2) or 0)
-
-
-def _minutes_in(text: str) -> set[int]:
-    found = set()
-    for m in _DURATION_IN_TEXT.finditer(text):
-        h_m, h_only, m_only, clock = (
-            (m.group(1), m.group(2)),
-            m.group(3),
-            m.group(4),
-            (m.group(5), m.group(6)),
-        )
-        if h_m[0]:
-            found.add(int(h_m[0]) * 60 + int(h_m[1]))
-        elif h_only:
-            found.add(int(h_only) * 60)
-        elif m_only:
-            found.add(int(m_only))
-        elif clock[0]:
-            found.add(int(clock[0]) * 60 + int(clock[1]))
-    return found
 
 
 def decide_requirement(requirement: str, answer: str) -> RuleDecision:
@@ -504,22 +324,22 @@ def decide_requirement(requirement: str, answer: str) -> RuleDecision:
     format-insensitive: '$1,234.50' finds 1234.5, and a date in any format finds the same date."""
     if not answer or not answer.strip():
         return RuleDecision(False, 0.0, "no answer")
-    spellings = [s for s in requirement.split(ALTERNATIVES_SEPARATOR) if s.strip()]
+    spellings = split_spellings(requirement)
     undecided = False
     for spelling in spellings:
         number = as_number(spelling)
         if number is not None:
-            if any(abs(number - n) < 1e-9 for n in _numbers_in(answer)):
+            if any(abs(number - n) < 1e-9 for n in numbers_in(answer)):
                 return RuleDecision(True, 1.0, f"number {spelling}")
             continue
         minutes = as_minutes(spelling)
-        if minutes is not None and minutes in _minutes_in(answer):
+        if minutes is not None and minutes in minutes_in(answer):
             return RuleDecision(True, 1.0, f"duration {spelling}")
         when = as_date(spelling)
-        if when is not None and when in _dates_in(answer):
+        if when is not None and when in dates_in(answer):
             return RuleDecision(True, 1.0, f"date {spelling}")
-        needle = _squash(spelling)
-        if needle and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", _squash(answer)):
+        needle = squash(spelling)
+        if needle and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", squash(answer)):
             return RuleDecision(True, 1.0, f"text {spelling}")
         if when is None:
             undecided = True
