@@ -76,7 +76,10 @@ def render(run: str, task_id: int, episode: str | None) -> None:
             st, "Step", idxs, "step", label_visibility="collapsed",
             format_func=lambda v: f"step {v} ({pos_of[v] + 1} of {len(idxs)})",
         )  # fmt: skip
-    _filmstrip(steps, current)
+    if steps["screenshot_path"].notna().any():
+        _filmstrip(steps, current)
+    else:
+        st.caption("This run recorded no screenshots for this attempt.")
 
     row = steps[steps["idx"] == current].iloc[0]
     st.markdown(f"#### Step {current}")

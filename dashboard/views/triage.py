@@ -56,9 +56,9 @@ if shown.empty:
 view = shown.assign(verdict=[f"{VERDICT_ICONS.get(v, '')} {v}" for v in shown["verdict"]])
 # Keyed by the filter: a selection made in another filtered list never lands on this one's rows.
 picked = st.dataframe(
-    view, hide_index=True, on_select="rerun", height=min(38 + 35 * len(view), 640), placeholder="–", selection_mode="single-row", key=f"triage-{run}-{flt.fingerprint()}",
-    column_order=("task_id", "site", "intent", "verdict", "verdict_source", "failing_evaluators", "explanation",
-                  "termination", "steps", "has_gold", "ssr", "ear", "cannot_pass", "disagrees", "label", "problems"),
+    view, hide_index=True, on_select="rerun", height=min(38 + 35 * len(view), 720), placeholder="–", selection_mode="single-row", key=f"triage-{run}-{flt.fingerprint()}",
+    column_order=("task_id", "site", "verdict", "explanation", "failing_evaluators", "intent", "termination", "steps",
+                  "has_gold", "ssr", "ear", "cannot_pass", "disagrees", "label", "problems", "verdict_source"),
     column_config={
         "task_id": st.column_config.NumberColumn("task", format="%d", width="small"),
         "intent": st.column_config.TextColumn("intent", width="medium"),
