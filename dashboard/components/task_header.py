@@ -85,8 +85,8 @@ def render(h: dict[str, Any], run: str) -> None:
         else:
             st.code(answer, language=None, wrap_lines=True, height=_height(answer))
         if h["termination"]:
-            detail = f" — {h['termination_detail']}" if h["termination_detail"] else ""
-            st.caption(f"Ended: {h['termination']}{escape_md(detail)} · {h['n_steps']} steps")
+            detail = f" — {escape_md(h['termination_detail'])}" if h["termination_detail"] else ""
+            st.caption(f"Ended: {escape_md(h['termination'])}{detail} · {h['n_steps']} steps")
         if h["response_parse_error"]:
             st.warning(f"Response not parsed: {escape_md(h['response_parse_error'])}")
         for finding in h["response_lint"]:
