@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from core.queries.annotations import task_labels_sql
 from core.queries.runs import verdicts_sql
 from core.store import Store
 
@@ -53,10 +54,7 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
             FROM evaluator_results WHERE run = $run AND status <> 'success' GROUP BY task_id
         ),
         gold AS (SELECT DISTINCT task_id FROM gold_steps),
-        labels AS (
-            SELECT task_id, arg_max(label, id) AS label FROM annotations
-            WHERE run = $run AND target = 'task' AND label IS NOT NULL GROUP BY task_id
-        ),
+        labels AS ({task_labels_sql()}),
         problems AS (SELECT task_id, count(*) AS n FROM import_problems WHERE run = $run GROUP BY task_id)
         SELECT v.task_id, k.site_key AS site, k.intent, v.verdict, v.verdict_source,
                f.failing_evaluators,
