@@ -16,6 +16,7 @@ from dashboard.identity import ask_reviewer_name, reviewer_name
 from dashboard.text import escape_md
 
 MARK_LABELS = {"right": "✓ right", "wrong": "✗ wrong"}
+WIDTHS = [0.4, 0.4, 3, 3, 1.5, 1.9]
 VERDICT_WORDS = {True: "same", False: "different", None: "could not answer"}
 
 
@@ -52,19 +53,22 @@ def render(run: str, task_id: int, view: q.AlignmentView) -> None:
         "(Labels & judge page, `trajreview judge-agreement --from-db`)."
     )
     writable = not read_only()
-    name = ask_reviewer_name(key="marks") if writable else None
-    header = st.columns([0.5, 0.5, 3, 3, 1.6, 1.5])
+    name = None
+    if writable:
+        with st.columns([2, 3])[0]:
+            name = ask_reviewer_name(key="marks")
+    header = st.columns(WIDTHS)
     for col, text in zip(
         header, ["step", "gold", "human gold", "agent step", "judge", "your mark"], strict=True
     ):
         col.caption(text)
     for p in view.pairs:
         current = marks.get(_key(view, p))
-        cols = st.columns([0.5, 0.5, 3, 3, 1.6, 1.5], vertical_alignment="center")
+        cols = st.columns(WIDTHS, vertical_alignment="center")
         cols[0].markdown(str(p.step_idx))
         cols[1].markdown(f"#{p.gold_idx + 1}")
-        cols[2].markdown(escape_md(p.gold_text, 160))
-        cols[3].markdown(escape_md(p.agent_text, 160))
+        cols[2].markdown(escape_md(p.gold_text, 120))
+        cols[3].markdown(escape_md(p.agent_text, 120))
         score = f" {p.score:.2f}" if p.score is not None else ""
         cols[4].markdown(f"{VERDICT_WORDS[p.verdict]} · {escape_md(p.stage or '?')}{score}")
         if writable:

@@ -71,16 +71,13 @@ def _agreement() -> None:
         help="excluded from accuracy and κ, never counted as different",
     )
     table = _stage_rows(result)
-    left, right = st.columns([3, 2])
-    with left:
-        st.dataframe(
-            table.drop(columns=["kappa_low", "kappa_high"]), hide_index=True, width="stretch",
-            column_config={"accuracy": st.column_config.NumberColumn(format="%.2f"),
-                           "kappa": st.column_config.NumberColumn("κ", format="%.2f"),
-                           "n": st.column_config.NumberColumn(help="marked pairs the judge answered")},
-        )  # fmt: skip
-    with right:
-        st.plotly_chart(charts.judge_kappa(table), width="stretch", key="kappa-chart")
+    st.dataframe(
+        table.drop(columns=["kappa_low", "kappa_high"]), hide_index=True, width="stretch",
+        column_config={"accuracy": st.column_config.NumberColumn(format="%.2f"),
+                       "kappa": st.column_config.NumberColumn("κ", format="%.2f"),
+                       "n": st.column_config.NumberColumn(help="marked pairs the judge answered")},
+    )  # fmt: skip
+    st.plotly_chart(charts.judge_kappa(table), width="stretch", key="kappa-chart")
     st.caption(
         "n = marked pairs the judge answered; the reviewer's truth is the judge's verdict when marked right, its "
         "opposite when marked wrong. κ is undefined when judge and reviewers each used one answer only (e.g. a "
