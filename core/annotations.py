@@ -164,6 +164,8 @@ def _vocabulary_row(store: Store, label: str, author: str, description: str | No
     label = " ".join((label or "").split())
     if not label:
         raise InputError("label", "a label needs a name")
+    if "," in label:  # Triage joins a task's labels with commas
+        raise InputError("label", "a label cannot contain a comma")
     if len(label) > MAX_LABEL:
         raise InputError("label", f"longer than {MAX_LABEL} characters (put the detail in the description)")
     name = _author(author)

@@ -13,7 +13,7 @@ from core.annotations import PairMark, add_label, annotate, mark_pairs, retire_l
 from core.errors import InputError
 from core.queries import annotations as qa
 from core.queries.alignment import alignment_view
-from core.queries.triage import triage_table
+from core.queries.triage import TriageFilter, apply_filter, options, triage_table
 from core.store import Store
 
 PAPER_LABELS = {
@@ -64,12 +64,24 @@ def test_annotations_are_append_only_and_the_latest_wins(demo_copy):
         )
 
         # Clearing is a new row: the task has no label any more, the history keeps all three rows.
+        # A step's or an event's label also reaches its task's Triage row (and filter).
+        annotate(s, "step", "bob", run=run, task_id=other, episode="0", step_idx=2, label="context drift")
+        annotate(s, "event", "bob", run=run, task_id=other, event_seq=5, label="gave up early")
+        table = triage_table(s, run)
+        assert table.set_index("task_id").loc[other, "label"] == "context drift, gave up early"
+        assert "context drift" in options(table)["labels"]
+        picked = apply_filter(table, TriageFilter(labels=("context drift", "wrong element")))
+        assert picked["task_id"].tolist() == [other]
+
         annotate(s, "task", "carol", run=run, task_id=task)
         assert qa.current(s, "task", run, task) is None
         assert len(qa.history(s, "task", run, task)) == 3
         table = triage_table(s, run).set_index("task_id")
-        assert table.loc[[task], "label"].isna().all() and table.loc[other, "label"] == "gave up early"
-        assert s.query("SELECT count(*) FROM annotations")[0][0] == 4
+        assert (
+            table.loc[[task], "label"].isna().all()
+            and table.loc[other, "label"] == "context drift, gave up early"
+        )
+        assert s.query("SELECT count(*) FROM annotations")[0][0] == 6
 
 
 def test_writes_need_an_author_a_known_label_and_the_targets_key(store):
@@ -81,6 +93,8 @@ def test_writes_need_an_author_a_known_label_and_the_targets_key(store):
         annotate(store, "step", "ada", run="r", note="x")
     with pytest.raises(InputError, match="not one of"):
         annotate(store, "gold", "ada", run="r", note="x")
+    with pytest.raises(InputError, match="comma"):
+        add_label(store, "slow, then wrong", "ada")
     assert store.query("SELECT count(*) FROM annotations")[0][0] == 0
 
 

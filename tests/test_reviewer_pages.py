@@ -110,6 +110,18 @@ def test_step_label_on_the_steps_tab(open_page, db, task_id):
     next(b for b in at.button if b.label == "Save" and key in (b.form_id or "")).click().run()
     rows = _annotations(db, "step")
     assert [(r["step_idx"], r["episode"], r["label"]) for r in rows] == [(1, "0", "context drift")]
+    triage = open_page(db, TRIAGE, run=RUN, label="context drift")
+    assert triage.dataframe[0].value["task_id"].tolist() == [task_id]
+
+
+def test_run_label_on_triage(open_page, db):
+    at = open_page(db, TRIAGE, name="Ada", run=RUN)
+    at.selectbox(key=f"label-run-{RUN}").select("environment broken")
+    next(b for b in at.button if b.label == "Save" and f"run-{RUN}" in (b.form_id or "")).click().run()
+    rows = _annotations(db, "run")
+    assert [(r["run"], r["task_id"], r["label"], r["author"]) for r in rows] == [
+        (RUN, None, "environment broken", "Ada")
+    ]
 
 
 def test_labels_and_judge_page(open_page, db, task_id):

@@ -37,10 +37,22 @@ def latest_sql(where: str = "TRUE") -> str:
     """
 
 
+LABEL_SEPARATOR = ", "
+
+
 def task_labels_sql() -> str:
-    """(task_id, label) of a run's tasks whose current annotation carries a label; `$run` is the run."""
-    latest = latest_sql("target = 'task' AND run = $run")
-    return f"SELECT task_id, label FROM ({latest}) WHERE label IS NOT NULL"
+    """(task_id, label) of a run's tasks: the current labels on the task, its steps and its events, distinct
+    and joined with LABEL_SEPARATOR (labels hold no comma); `$run` is the run."""
+    latest = latest_sql("target IN ('task', 'step', 'event') AND run = $run")
+    return (
+        f"SELECT task_id, string_agg(DISTINCT label, '{LABEL_SEPARATOR}' ORDER BY label) AS label"
+        f" FROM ({latest}) WHERE label IS NOT NULL GROUP BY task_id"
+    )
+
+
+def split_labels(cell: object) -> set[str]:
+    """The labels of one triage cell (see task_labels_sql)."""
+    return {p for p in str(cell).split(LABEL_SEPARATOR) if p} if isinstance(cell, str) else set()
 
 
 def current(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from core.queries.annotations import task_labels_sql
+from core.queries.annotations import split_labels, task_labels_sql
 from core.queries.runs import verdicts_sql
 from core.store import Store
 
@@ -115,7 +115,7 @@ def options(df: pd.DataFrame) -> dict[str, list[str]]:
         "verdicts": [v for v in VERDICTS if v in set(df["verdict"])],
         "evaluators": evaluators,
         "terminations": sorted(df["termination"].dropna().unique().tolist()),
-        "labels": sorted(df["label"].dropna().unique().tolist()),
+        "labels": sorted(set().union(*(split_labels(cell) for cell in df["label"]))),
     }
 
 
@@ -140,7 +140,8 @@ def apply_filter(df: pd.DataFrame, f: TriageFilter) -> pd.DataFrame:
     elif f.has_gold == HAS_GOLD[1]:
         keep &= ~df["has_gold"]
     if f.labels:
-        keep &= df["label"].isin(f.labels)
+        wanted_labels = set(f.labels)
+        keep &= df["label"].map(lambda cell: bool(wanted_labels & split_labels(cell)))
     text = f.text.strip()
     if text:
         needle = text.casefold()
