@@ -1,6 +1,7 @@
 """Who writes, in a real browser: with Streamlit's OIDC login configured (secrets.toml [auth]) against a
 real local OpenID Connect provider (oidc-provider-mock, started here), the reviewer logs in and every
-write carries the logged-in user's name; without a login, nothing can be written."""
+write carries the logged-in user's name; without a login, nothing can be written. And a presenting
+instance (`serve --read-only`) shows no write control."""
 
 from __future__ import annotations
 
@@ -66,3 +67,22 @@ def test_oidc_login_names_the_writer(demo_db, tmp_path):
     with Store(db, read_only=True) as s:
         rows = s.query("SELECT label, author FROM label_vocabulary WHERE label = 'login expired'")
     assert rows == [("login expired", "Ada Reviewer")]
+
+
+def test_read_only_instance_in_chromium(demo_db, tmp_path):
+    db = tmp_path / "ro.duckdb"
+    shutil.copy(demo_db, db)
+    with Store(db, read_only=True) as s:
+        task = s.query("SELECT min(task_id) FROM metrics WHERE run = 'opagent' AND n_agent > n_gold")[0][0]
+    with serve(db, "--read-only") as url, browser_page() as page:
+        page.goto(f"{url}/task?run=opagent&task={task}&tab=Alignment")
+        wait_idle(page)
+        page.get_by_text("Check the judge").wait_for(timeout=60_000)
+        assert page.get_by_role("button", name="Label / note").count() == 0
+        assert page.get_by_role("textbox").count() == 0
+        assert "Read-only instance" in page.locator("[data-testid='stSidebar']").inner_text()
+        page.goto(f"{url}/judge")
+        wait_idle(page)
+        page.get_by_text("Label vocabulary").wait_for(timeout=60_000)
+        assert page.get_by_role("button", name="Add label").count() == 0
+        assert page.get_by_role("button", name="Retire").count() == 0

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.paths import REPO_ROOT
 from core.store import Store
+from dashboard.db import fingerprint
 
 APP = str(REPO_ROOT / "dashboard" / "app.py")
 TRIAGE, TASK, JUDGE = "views/triage.py", "views/task.py", "views/judge.py"
@@ -157,6 +158,7 @@ def test_read_only_instance_shows_no_write_control(open_page, db, task_id):
         annotate(s, "task", "Ada", run=RUN, task_id=task_id, label="wrong element", note="seen")
         mark_pairs(s, [PairMark(RUN, task_id, "0", "paper-gold", 1, 0, 0, 0, "offline", True, "rule", 1.0, "right")],
                    "Ada")  # fmt: skip
+    before = fingerprint(db)
     pages = [
         open_page(db, TASK, read_only=True, name="Ada", run=RUN, task=str(task_id)),
         open_page(db, TASK, read_only=True, name="Ada", run=RUN, task=str(task_id), tab="Alignment"),
@@ -175,6 +177,19 @@ def test_read_only_instance_shows_no_write_control(open_page, db, task_id):
         assert not _mark_controls(at)
         assert not [t.key for t in at.text_input if not t.key.startswith("url:")]
         assert not at.text_area
+    assert fingerprint(db) == before  # opened read-only: the file never changed
     # What reviewers wrote is still shown.
     assert any("wrong element" in m.value for m in pages[0].markdown)
     assert any("Read-only instance" in c.value for c in pages[0].caption)
+
+
+def test_name_is_asked_once_per_session_and_can_be_changed(open_page, db):
+    at = open_page(db, JUDGE)
+    assert at.button(key="FormSubmitter:w:add-label-Add label").disabled
+    at.text_input(key="name-vocabulary").input("Ada").run()
+    assert any("Writing as **Ada**" in c.value for c in at.sidebar.caption)
+    assert not at.button(key="FormSubmitter:w:add-label-Add label").disabled
+    at.sidebar.button(key="forget-name").click().run()
+    assert not at.exception
+    assert at.button(key="FormSubmitter:w:add-label-Add label").disabled
+    assert at.text_input(key="name-vocabulary").value in ("", None)
