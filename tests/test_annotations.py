@@ -231,3 +231,20 @@ def test_cli_judge_agreement_from_db(demo_copy):
     assert bad.returncode == 2 and bad.stderr.strip() == "error: --run: no run named nope"
     neither = run_cli("judge-agreement", db=demo_copy)
     assert neither.returncode == 2 and "--from-db" in neither.stderr
+
+
+def test_cli_labels(demo_copy):
+    out = run_cli("labels", db=demo_copy, check=True).stdout
+    assert "no reviewer labels yet" in out and "incoherent decomposition" in out
+    with Store(demo_copy) as s:
+        (task, site), *_ = _failed_tasks(s, "opagent", 1)
+        annotate(s, "task", "ada", run="opagent", task_id=task, label="gave up early")
+    out = run_cli("labels", "--run", "opagent", db=demo_copy, check=True).stdout
+    row = next(line for line in out.splitlines() if "gave up early" in line and "opagent" in line)
+    assert [c.strip() for c in row.split("│")[1:5]] == ["opagent", site, "gave up early", "1"]
+    assert (
+        "no reviewer labels on run agentlab-sample"
+        in run_cli("labels", "--run", "agentlab-sample", db=demo_copy).stdout
+    )
+    bad = run_cli("labels", "--run", "nope", db=demo_copy)
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: --run: no run named nope"

@@ -152,9 +152,9 @@ def demo(
 
 def _register_areas() -> None:
     # Each area adds its own commands; keeps this file free of area details.
-    from core.cli import agentlab, metrics, offline, review, scoring, trajectories, wav
+    from core.cli import agentlab, annotations, metrics, offline, review, scoring, trajectories, wav
 
-    for area in (wav, scoring, agentlab, trajectories, metrics, offline, review):
+    for area in (wav, scoring, agentlab, trajectories, metrics, offline, review, annotations):
         area.register(app, import_app)
 
 
