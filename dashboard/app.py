@@ -29,9 +29,13 @@ pages = {
         st.Page(VIEWS / "runs.py", title="Runs", icon=":material/table_rows:", url_path="runs"),
         st.Page(VIEWS / "triage.py", title="Triage", icon=":material/checklist:", url_path="triage"),
         st.Page(VIEWS / "task.py", title="Task review", icon=":material/search:", url_path="task"),
+        st.Page(VIEWS / "judge.py", title="Labels & judge", icon=":material/rule:", url_path="judge"),
     ],
 }
-from dashboard.db import page_run  # noqa: E402 - after the sys.path line above
+from dashboard import identity  # noqa: E402 - after the sys.path line above
+from dashboard.db import page_run  # noqa: E402
 
 with page_run():
-    st.navigation(pages, position="sidebar").run()
+    page = st.navigation(pages, position="sidebar")
+    identity.sidebar()
+    page.run()

@@ -4,6 +4,8 @@ no heatmaps)."""
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -59,5 +61,47 @@ def waterfall(events: pd.DataFrame, limit: int = 1500) -> go.Figure:
         yaxis={"type": "category", "autorange": "reversed", "title": "event", "categoryorder": "array",
                "categoryarray": df["seq"].astype(str).tolist(), "showticklabels": len(df) <= 60},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+    )  # fmt: skip
+    return fig
+
+
+def judge_kappa(stages: pd.DataFrame) -> go.Figure:
+    """Cohen's κ per judge stage with its 95 % bootstrap CI as error bars and n on each bar; a stage
+    whose κ is undefined (one class only) is drawn empty and says so."""
+    df = stages.reset_index(drop=True)
+    kappa = df["kappa"].astype(float)
+    labels = [f"{s} · n={n}" for s, n in zip(df["stage"], df["n"], strict=True)]
+    fig = go.Figure(
+        go.Bar(
+            y=labels, x=kappa.fillna(0), orientation="h", marker_color=SUCCESS_COLOR,
+            text=["κ undefined" if pd.isna(k) else f"{k:.2f}" for k in kappa], textposition="outside",
+            error_x={"type": "data", "symmetric": False,
+                     "array": (df["kappa_high"].astype(float) - kappa).fillna(0).tolist(),
+                     "arrayminus": (kappa - df["kappa_low"].astype(float)).fillna(0).tolist(),
+                     "color": "#555", "thickness": 1},
+            hovertemplate="%{y}: κ %{x:.2f}<extra></extra>",
+        )
+    )  # fmt: skip
+    fig.update_layout(
+        height=70 + 34 * max(len(df), 1), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis={"title": "Cohen's κ, judge vs reviewers (95 % bootstrap CI)", "range": [-1, 1.15]},
+        yaxis={"type": "category", "autorange": "reversed"}, showlegend=False,
+    )  # fmt: skip
+    return fig
+
+
+def label_counts(counts: pd.DataFrame) -> go.Figure:
+    """Stacked bars: current reviewer labels per run and site, one colour per label."""
+    df = counts.assign(where=[f"{r} · {s}" for r, s in zip(counts["run"], counts["site"], strict=True)])
+    fig = go.Figure()
+    for label, part in df.groupby("label", sort=True):
+        # Plotly reads a few HTML tags in names: reviewer-written labels are escaped.
+        name = html.escape(str(label))
+        fig.add_bar(y=part["where"], x=part["n"], name=name, orientation="h", customdata=[name] * len(part),
+                    hovertemplate="%{y}: %{x} × %{customdata}<extra></extra>")  # fmt: skip
+    fig.update_layout(
+        barmode="stack", height=90 + 30 * max(df["where"].nunique(), 1),
+        margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis={"title": "labels", "dtick": 1},
+        yaxis={"type": "category", "categoryorder": "category descending"}, legend={"title": "label"},
     )  # fmt: skip
     return fig

@@ -32,9 +32,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(db: Path, *extra_args: str, env: dict | None = None) -> Iterator[str]:
-    """`trajreview serve` on a free port over `db`; yields the base URL, stops the server after."""
-    port = free_port()
+def serve(db: Path, *extra_args: str, env: dict | None = None, port: int | None = None) -> Iterator[str]:
+    """`trajreview serve` on `port` (default: a free one) over `db`; yields the base URL, stops the server
+    after."""
+    port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "core.cli.main", "--db", str(db), "serve", "--host", "127.0.0.1", "--port", str(port),
          *extra_args],

@@ -88,9 +88,15 @@ def _streamlit_command(host: str, port: int) -> list[str]:
     ]  # fmt: skip
 
 
-def _serve(db: Path, host: str, port: int) -> None:
-    ui.console.print(f"trajreview dashboard on http://{host}:{port} (database {db})")
+def _serve(db: Path, host: str, port: int, read_only: bool = False) -> None:
+    mode = ", read-only" if read_only else ""
+    ui.say(f"trajreview dashboard on http://{host}:{port} (database {db}{mode})")
     env = {**os.environ, "TRAJREVIEW_DB": str(db)}
+    # A presenting instance: the app opens the file read-only and shows no write control.
+    if read_only:
+        env["TRAJREVIEW_READ_ONLY"] = "1"
+    else:
+        env.pop("TRAJREVIEW_READ_ONLY", None)
     from core.paths import REPO_ROOT
 
     raise typer.Exit(subprocess.call(_streamlit_command(host, port), env=env, cwd=REPO_ROOT))
@@ -99,16 +105,26 @@ def _serve(db: Path, host: str, port: int) -> None:
 @app.command()
 def serve(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(help="Address to listen on (default: this machine only; 0.0.0.0 for every interface)."),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8501,
+    read_only: Annotated[
+        bool,
+        typer.Option(
+            "--read-only", help="Presenting instance: open the database read-only, hide every write control."
+        ),
+    ] = False,
 ) -> None:
     """Serve the dashboard over the database."""
     from core.paths import default_db_path
 
     db = ui.db_path(ctx) or default_db_path()
-    with ui.store_from(ctx):  # create/migrate before the app opens it
+    # Create/migrate before the app opens it; a read-only instance only checks the file opens read-only.
+    with ui.store_from(ctx, read_only=read_only):
         pass
-    _serve(db, host, port)
+    _serve(db, host, port, read_only)
 
 
 @app.command()
@@ -136,9 +152,9 @@ def demo(
 
 def _register_areas() -> None:
     # Each area adds its own commands; keeps this file free of area details.
-    from core.cli import agentlab, metrics, offline, review, scoring, trajectories, wav
+    from core.cli import agentlab, annotations, metrics, offline, review, scoring, trajectories, wav
 
-    for area in (wav, scoring, agentlab, trajectories, metrics, offline, review):
+    for area in (wav, scoring, agentlab, trajectories, metrics, offline, review, annotations):
         area.register(app, import_app)
 
 

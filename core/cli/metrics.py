@@ -150,14 +150,34 @@ def report_cmd(
 
 def judge_agreement_cmd(
     ctx: typer.Context,
-    labels: Annotated[Path, typer.Argument(help="CSV with columns kind, a, b, label (context optional).")],
+    labels: Annotated[
+        Path | None, typer.Argument(help="CSV with columns kind, a, b, label (context optional).")
+    ] = None,
     judge: Annotated[str, typer.Option("--judge", help="offline, cascade or llm.")] = "offline",
+    from_db: Annotated[
+        bool,
+        typer.Option(
+            "--from-db", help="Measure against the reviewers' marks on judged pairs in the database."
+        ),
+    ] = False,
+    judge_config: Annotated[
+        str | None, typer.Option("--judge-config", help="With --from-db: only marks on this judge config.")
+    ] = None,
+    run: Annotated[str | None, typer.Option("--run", help="With --from-db: only marks on this run.")] = None,
 ) -> None:
     """Accuracy and Cohen's kappa (bootstrap CI) of a judge against labelled pairs, per stage."""
     from core.errors import InputError
     from core.judge.cascade import make_judge
     from core.judge_agreement import measure, read_labels
 
+    fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+    if from_db:
+        if labels is not None:
+            raise InputError(labels, "give either a labels CSV or --from-db, not both")
+        _agreement_from_db(ctx, judge_config, run, fmt)
+        return
+    if labels is None:
+        raise InputError("judge-agreement", "give a labels CSV, or --from-db for the reviewers' marks")
     labelled = read_labels(labels)
     with ui.store_from(ctx) as store:
         try:
@@ -166,7 +186,6 @@ def judge_agreement_cmd(
             raise InputError("--judge", str(exc)) from None
         result = measure(the_judge, labelled)
     low, high = result.kappa_ci
-    fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
     ui.console.print(
         f"{result.n} labelled pairs, {result.unresolved} unresolved; accuracy {fmt(result.accuracy)};"
         f" Cohen's kappa {fmt(result.kappa)} (95% CI {fmt(low)}..{fmt(high)})"
@@ -174,6 +193,38 @@ def judge_agreement_cmd(
     for title, group in (("per stage", result.per_stage), ("per kind", result.per_kind)):
         rows = [(name, s["pairs"], s["errors"], fmt(s["error_rate"])) for name, s in group.items()]
         ui.print_table(title, ["", "pairs", "errors", "error rate"], rows)
+
+
+def _agreement_from_db(ctx: typer.Context, judge_config: str | None, run: str | None, fmt) -> None:
+    from core.errors import InputError
+    from core.queries.annotations import judge_agreement
+
+    with ui.store_from(ctx, read_only=True) as store:
+        if run and not store.query("SELECT 1 FROM runs WHERE name = ?", [run]):
+            raise InputError("--run", f"no run named {run}")
+        result = judge_agreement(store, judge_config, run)
+    o = result.overall
+    scope = " ".join(f"{k} {v}" for k, v in (("judge config", judge_config), ("run", run)) if v)
+    if o.n + o.unresolved == 0:
+        ui.say("no reviewer marks on judged pairs" + (f" for {scope}" if scope else "")
+               + " yet: mark pairs on the Alignment tab of the task page")  # fmt: skip
+        return
+    ui.say(
+        f"{o.n + o.unresolved} marked pairs{' (' + scope + ')' if scope else ''}, {o.unresolved} the judge could"
+        f" not answer (excluded); accuracy {fmt(o.accuracy)} (95% CI {fmt(o.accuracy_ci[0])}..{fmt(o.accuracy_ci[1])});"
+        f" Cohen's kappa {fmt(o.kappa)} (95% CI {fmt(o.kappa_ci[0])}..{fmt(o.kappa_ci[1])})"
+    )
+    rows = [
+        (s.stage, s.n, s.unresolved, s.agree, fmt(s.accuracy), f"{fmt(s.accuracy_ci[0])}..{fmt(s.accuracy_ci[1])}",
+         fmt(s.kappa), f"{fmt(s.kappa_ci[0])}..{fmt(s.kappa_ci[1])}", s.judge_said_same, s.reviewer_said_same)
+        for s in [*result.per_stage, o]
+    ]  # fmt: skip
+    ui.print_table(
+        "per judge stage (n = marked pairs the judge answered)",
+        ["stage", "n", "unresolved", "agree", "accuracy", "95% CI", "kappa", "95% CI", "judge: same",
+         "reviewer: same"],
+        rows,
+    )  # fmt: skip
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:

@@ -37,6 +37,22 @@ class AlignmentRow:
 
 
 @dataclass
+class JudgedPair:
+    """One gold/agent pair with the judge's verdict, as the reviewer marks it: every aligned pair, and for
+    each agent step left unaligned the gold step the judge scored closest (its "different" verdicts)."""
+
+    gold_idx: int
+    step_idx: int  # the agent step's idx in `steps`
+    gold_text: str
+    agent_text: str
+    verdict: bool | None  # None: the judge could not answer
+    stage: str | None
+    score: float | None
+    judge_config: str  # the configuration whose verdict this is
+    aligned: bool
+
+
+@dataclass
 class AlignmentView:
     gold_set: str
     judge_config: str
@@ -51,6 +67,8 @@ class AlignmentView:
     plan: list[str] | None
     n_agent: int
     n_gold: int
+    episode: str = ""
+    pairs: list[JudgedPair] = field(default_factory=list)
 
 
 def metric_rows(store: Store, run: str, task_id: int) -> list[dict[str, Any]]:
@@ -185,6 +203,26 @@ def alignment_view(
         rows.append(agent_row(a_next))
         a_next += 1
 
+    # The pairs a reviewer can mark. Aligned pairs carry the stored configuration's verdict (or the
+    # replay's when nothing is stored); an unaligned agent step is paired with its closest gold step under
+    # the replayed offline judge, so the judge's "different" answers get checked too.
+    pairs: list[JudgedPair] = []
+    matched_steps = {r.agent_idx for r in rows if r.verdict is not None}
+    for r in rows:
+        if r.verdict is not None and r.gold_idx is not None and r.agent_idx is not None:
+            pairs.append(JudgedPair(r.gold_idx, r.agent_idx, r.gold_text or "", r.executed or "", True, r.stage,
+                                    r.score, judge_config if stored_pairs else "offline", True))  # fmt: skip
+    for s in agent:
+        if s.idx in matched_steps or not gold_texts:
+            continue
+        scored = [
+            (verdicts[Pair("gold_vs_agent", g, s.text, task.intent)], i) for i, g in enumerate(gold_texts)
+        ]
+        best, g = max(scored, key=lambda vi: (vi[0].score if vi[0].score is not None else -1.0, -vi[1]))
+        pairs.append(JudgedPair(g, s.idx, gold_texts[g], s.text, best.verdict, best.source, best.score, "offline",
+                                False))  # fmt: skip
+    pairs.sort(key=lambda p: (p.step_idx, p.gold_idx))
+
     plan = store.query(
         "SELECT plan FROM trajectories WHERE run = ? AND task_id = ? AND episode = ?",
         [run, task_id, task.episode],
@@ -194,4 +232,5 @@ def alignment_view(
         alternatives=alternatives, alternative=alternative, rows=rows, metrics=metrics_row,
         null_reasons=(metrics_row or {}).get("null_reasons") or {}, replayed_with="offline (rules and fuzzy matching)",
         plan=orjson.loads(plan[0][0]) if plan and plan[0][0] else None, n_agent=len(agent), n_gold=len(gold_texts),
+        episode=task.episode, pairs=pairs,
     )  # fmt: skip

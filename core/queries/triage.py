@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from core.queries.annotations import split_labels, task_labels_sql
 from core.queries.runs import verdicts_sql
 from core.store import Store
 
@@ -53,10 +54,7 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
             FROM evaluator_results WHERE run = $run AND status <> 'success' GROUP BY task_id
         ),
         gold AS (SELECT DISTINCT task_id FROM gold_steps),
-        labels AS (
-            SELECT task_id, arg_max(label, id) AS label FROM annotations
-            WHERE run = $run AND target = 'task' AND label IS NOT NULL GROUP BY task_id
-        ),
+        labels AS ({task_labels_sql()}),
         problems AS (SELECT task_id, count(*) AS n FROM import_problems WHERE run = $run GROUP BY task_id)
         SELECT v.task_id, k.site_key AS site, k.intent, v.verdict, v.verdict_source,
                f.failing_evaluators,
@@ -117,7 +115,7 @@ def options(df: pd.DataFrame) -> dict[str, list[str]]:
         "verdicts": [v for v in VERDICTS if v in set(df["verdict"])],
         "evaluators": evaluators,
         "terminations": sorted(df["termination"].dropna().unique().tolist()),
-        "labels": sorted(df["label"].dropna().unique().tolist()),
+        "labels": sorted(set().union(*(split_labels(cell) for cell in df["label"]))),
     }
 
 
@@ -142,7 +140,8 @@ def apply_filter(df: pd.DataFrame, f: TriageFilter) -> pd.DataFrame:
     elif f.has_gold == HAS_GOLD[1]:
         keep &= ~df["has_gold"]
     if f.labels:
-        keep &= df["label"].isin(f.labels)
+        wanted_labels = set(f.labels)
+        keep &= df["label"].map(lambda cell: bool(wanted_labels & split_labels(cell)))
     text = f.text.strip()
     if text:
         needle = text.casefold()

@@ -10,6 +10,7 @@ from core.metrics_run import run_task_metrics
 from core.queries import alignment as q
 from core.queries.task import gold_sets_with_task
 from dashboard import state
+from dashboard.components import judge_marks
 from dashboard.components.formatting import pct
 from dashboard.db import read, read_only, write
 from dashboard.text import escape_md
@@ -107,6 +108,7 @@ def render(run: str, task_id: int, has_attempt: bool) -> None:
         "embedding, llm; deviation = left the gold path, recovery = rejoined it, repeat = same action as the "
         "step before."
     )
+    judge_marks.render(run, task_id, view)
     if view.plan:
         with st.expander(f"The agent's plan ({len(view.plan)} steps)"):
             for i, step in enumerate(view.plan, start=1):

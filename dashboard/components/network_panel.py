@@ -9,6 +9,7 @@ import streamlit as st
 from core.queries import network as q
 from dashboard import state
 from dashboard.charts import waterfall
+from dashboard.components import labels_panel
 from dashboard.db import read
 
 MAX_TABLE_ROWS = 5_000
@@ -93,6 +94,7 @@ def _detail(run: str, task_id: int, seq: int) -> None:
             f"**Event #{seq}** · {event['method']} · status {event['status']} · {event['event_type']}"
         )
         st.code(event["url"] or "", language=None, wrap_lines=True)
+        labels_panel.render("event", run, task_id, event_seq=seq, what="event")
         for label, key in (("Referer", "referer"), ("Redirects to", "redirect_url")):
             if event.get(key):
                 st.caption(label)

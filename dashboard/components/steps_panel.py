@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.queries import task as q
 from dashboard import state
+from dashboard.components import labels_panel
 from dashboard.db import read, read_files
 from dashboard.text import escape_md
 
@@ -83,6 +84,7 @@ def render(run: str, task_id: int, episode: str | None) -> None:
 
     row = steps[steps["idx"] == current].iloc[0]
     st.markdown(f"#### Step {current}")
+    labels_panel.render("step", run, task_id, episode=episode, step_idx=int(current), what="step")
     if isinstance(row["url"], str) and row["url"]:
         st.caption("Page")
         st.code(row["url"], language=None, wrap_lines=True)

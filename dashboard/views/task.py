@@ -9,7 +9,14 @@ from core.queries import task as q
 from core.queries import triage as tq
 from core.queries.runs import run_exists
 from dashboard import state
-from dashboard.components import alignment_panel, evaluation_panel, network_panel, steps_panel, task_header
+from dashboard.components import (
+    alignment_panel,
+    evaluation_panel,
+    labels_panel,
+    network_panel,
+    steps_panel,
+    task_header,
+)
 from dashboard.components.formatting import verdict_label
 from dashboard.db import read
 
@@ -63,6 +70,7 @@ if others is not None and len(others) > 1:
                              query_params={"run": row.run, "task": str(task_id)})  # fmt: skip
 
 task_header.render(header, run)
+labels_panel.render("task", run, task_id, what="task")
 
 attempts = read(q.episodes, run, task_id) or []
 episode = None

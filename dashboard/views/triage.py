@@ -6,6 +6,7 @@ import streamlit as st
 
 from core.queries import triage as q
 from dashboard import state
+from dashboard.components import labels_panel
 from dashboard.components.formatting import VERDICT_ICONS
 from dashboard.components.run_picker import pick_run
 from dashboard.db import read
@@ -14,6 +15,7 @@ st.title("Triage")
 run = pick_run()
 if run is None:
     st.stop()
+labels_panel.render("run", run, what="run")
 table = read(q.triage_table, run)
 if table is None:
     st.stop()
@@ -70,6 +72,7 @@ picked = st.dataframe(
         "ear": st.column_config.NumberColumn("EAR", format="%.2f"),
         "cannot_pass": st.column_config.CheckboxColumn("cannot pass", help="the engine rejects the task's own answer"),
         "problems": st.column_config.NumberColumn("import problems"),
+        "label": st.column_config.TextColumn("reviewer labels", help="current labels on the task, its steps and events"),
         "disagrees": st.column_config.CheckboxColumn(
             "offline disagrees", help="WebArena's original evaluators, re-checked offline, decide otherwise"
         ),
