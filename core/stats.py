@@ -28,7 +28,10 @@ def wilson_ci(successes: int, n: int, z: float = Z_95) -> tuple[float | None, fl
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0/n and n/n the bound is exactly 0 or 1; rounding would otherwise leave 5e-17 above the rate.
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= n else min(1.0, centre + half)
+    return low, high
 
 
 def bootstrap_ci(

@@ -30,6 +30,13 @@ pages = {
         st.Page(VIEWS / "triage.py", title="Triage", icon=":material/checklist:", url_path="triage"),
         st.Page(VIEWS / "task.py", title="Task review", icon=":material/search:", url_path="task"),
     ],
+    "Present": [
+        st.Page(
+            VIEWS / "breakdowns.py", title="Breakdowns", icon=":material/bar_chart:", url_path="breakdowns"
+        ),
+        st.Page(VIEWS / "compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+        st.Page(VIEWS / "metrics.py", title="Metrics", icon=":material/table_chart:", url_path="metrics"),
+    ],
 }
 from dashboard.db import page_run  # noqa: E402 - after the sys.path line above
 

@@ -61,3 +61,54 @@ def waterfall(events: pd.DataFrame, limit: int = 1500) -> go.Figure:
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
     )  # fmt: skip
     return fig
+
+
+RUN_COLORS = ("#2f6fde", "#e4572e", "#17a398", "#f2a541", "#8a4fff", "#6c757d", "#c2185b", "#3c8d2f")
+
+
+def export_config(image_format: str = "png", filename: str = "chart") -> dict:
+    """Plotly's modebar camera button downloads the chart client-side (no kaleido on the server) in
+    `image_format` (png or svg)."""
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": image_format if image_format in ("png", "svg") else "png",
+                                 "filename": filename, "scale": 2},
+    }  # fmt: skip
+
+
+def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
+    """Grouped horizontal bars of success rate per value, one colour per run, 95 % CI as error bars and
+    'rate · successes/scored' on every bar; each bar's customdata is [run, value] (a click opens Triage
+    on that run filtered to that value)."""
+    df = table[table["scored"] > 0]
+    runs = list(dict.fromkeys(df["run"]))
+    values = sorted(df["value"].unique(), key=lambda v: (-int(df.loc[df["value"] == v, "scored"].max()), v))
+    fig = go.Figure()
+    for i, run in enumerate(runs):
+        part = (
+            df[df["run"] == run]
+            .set_index("value")
+            .reindex([v for v in values if v in set(df.loc[df["run"] == run, "value"])])
+        )
+        rate = part["success_rate"].astype(float) * 100
+        fig.add_bar(
+            y=list(part.index), x=rate, orientation="h", name=run, marker_color=RUN_COLORS[i % len(RUN_COLORS)],
+            text=[f"{r:.0f} % · {s}/{n}" for r, s, n in zip(rate, part["successes"], part["scored"], strict=True)],
+            # Inside, from the bar's start: the CI whisker crosses the bar's end.
+            textposition="inside", insidetextanchor="start", textfont={"color": "white"}, cliponaxis=False,
+            customdata=[[run, v] for v in part.index],
+            error_x={"type": "data", "symmetric": False,
+                     "array": (part["ci_high"].astype(float) * 100 - rate).tolist(),
+                     "arrayminus": (rate - part["ci_low"].astype(float) * 100).tolist(),
+                     "color": "#555", "thickness": 1},
+            hovertemplate=f"{run}<br>%{{y}}: %{{x:.1f}} %<extra></extra>",
+        )  # fmt: skip
+    height = 80 + 26 * max(len(values), 1) * max(len(runs), 1) + 14 * len(values)
+    fig.update_layout(
+        title=title, barmode="group", height=min(max(height, 200), 2400),
+        margin={"l": 10, "r": 90, "t": 40 if title else 10, "b": 10},
+        xaxis={"title": "success rate (%) with 95 % CI", "range": [0, 100]},
+        yaxis={"type": "category", "categoryorder": "array", "categoryarray": values[::-1]},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "traceorder": "normal"},
+    )  # fmt: skip
+    return fig

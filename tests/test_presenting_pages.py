@@ -1,0 +1,83 @@
+"""The presenting pages (Breakdowns, Compare, Metrics) through Streamlit's AppTest on the demo data,
+opened cold from their URLs."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.paths import REPO_ROOT
+from core.store import Store
+
+APP = str(REPO_ROOT / "dashboard" / "app.py")
+BREAKDOWNS, COMPARE, METRICS, TRIAGE = (
+    "views/breakdowns.py", "views/compare.py", "views/metrics.py", "views/triage.py",
+)  # fmt: skip
+BABEL, OPAGENT = "webarena-render-babelcloud", "opagent"
+
+
+@pytest.fixture
+def open_page(monkeypatch):
+    def _open(db_path, page: str, **params) -> AppTest:
+        monkeypatch.setenv("TRAJREVIEW_DB", str(db_path))
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.switch_page(page)
+        for key, value in params.items():
+            at.query_params[key] = value
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return _open
+
+
+def _texts(at: AppTest) -> str:
+    parts = [
+        e.value
+        for kind in ("markdown", "caption", "info", "warning", "error", "text", "code")
+        for e in getattr(at, kind)
+    ]
+    return "\n".join(str(p) for p in parts).replace("\\", "")
+
+
+def _figure(at: AppTest) -> dict:
+    import json
+
+    [chart] = at.get("plotly_chart")
+    return json.loads(chart.proto.spec)
+
+
+def test_breakdowns_cold_url_shows_the_chosen_runs_and_dimension(open_page, demo_db):
+    at = open_page(demo_db, BREAKDOWNS, runs=[BABEL, "agentlab-sample"], dim="task type", img="svg")
+    assert at.multiselect(key="url:runs").value == [BABEL, "agentlab-sample"]
+    figure = _figure(at)
+    assert {trace["name"] for trace in figure["data"]} == {BABEL, "agentlab-sample"}
+    babel = next(t for t in figure["data"] if t["name"] == BABEL)
+    assert set(babel["y"]) == {"retrieve", "mutate", "navigate"}
+    # Every bar carries the run and value a click sends to Triage, and its counts.
+    assert all(run == BABEL for run, _ in babel["customdata"])
+    with Store(demo_db, read_only=True) as s:
+        passed, n = s.query(
+            "SELECT count(*) FILTER (WHERE e.status = 'success'), count(*) FROM evaluations e JOIN tasks k"
+            " USING (task_id) WHERE e.run = ? AND k.task_type = 'mutate'",
+            [BABEL],
+        )[0]
+    assert any(text.endswith(f"{passed}/{n}") for text in babel["text"])
+    table = at.dataframe[0].value
+    assert set(table["run"]) == {BABEL, "agentlab-sample"} and "task type" in table.columns
+    assert len(at.get("download_button")) == 2  # CSV and xlsx
+
+
+def test_breakdowns_default_and_unknown_run(open_page, demo_db):
+    at = open_page(demo_db, BREAKDOWNS)
+    assert len(at.multiselect(key="url:runs").value) == 3 and at.get("plotly_chart")
+    at = open_page(demo_db, BREAKDOWNS, runs=["no-such-run", BABEL])
+    assert "No run named 'no-such-run'" in _texts(at)
+
+
+def test_triage_takes_the_breakdown_filters_from_the_url(open_page, demo_db):
+    at = open_page(demo_db, TRIAGE, run=BABEL, type="navigate", hard="hard")
+    table = at.dataframe[0].value
+    with Store(demo_db, read_only=True) as s:
+        expected = s.query("SELECT count(*) FROM tasks WHERE task_type = 'navigate' AND in_hard_subset")[0][0]
+    assert len(table) == expected and set(table["task_type"]) == {"navigate"}
