@@ -81,3 +81,27 @@ def test_triage_takes_the_breakdown_filters_from_the_url(open_page, demo_db):
     with Store(demo_db, read_only=True) as s:
         expected = s.query("SELECT count(*) FROM tasks WHERE task_type = 'navigate' AND in_hard_subset")[0][0]
     assert len(table) == expected and set(table["task_type"]) == {"navigate"}
+
+
+def test_compare_cold_url_shows_outcomes_test_and_both_task_views(open_page, demo_db):
+    at = open_page(demo_db, COMPARE, a=BABEL, b=OPAGENT, flip="B only", task="29")
+    assert at.selectbox(key="url:a").value == BABEL and at.selectbox(key="url:b").value == OPAGENT
+    labels = [m.label for m in at.metric]
+    assert "McNemar exact p" in labels and "B − A [95 % CI]" in labels
+    two_by_two = at.dataframe[0].value
+    assert list(two_by_two.columns) == ["B passed", "B failed"]
+    flips = next(d.value for d in at.dataframe if "outcome" in d.value.columns)
+    assert set(flips["outcome"]) == {"B only"} and 29 in set(flips["task_id"])
+    text = _texts(at)
+    assert text.count("Task 29") == 2  # both runs' task views, side by side
+    links = [link.proto.page for link in at.get("page_link")]
+    assert len(links) >= 2
+
+
+def test_compare_defaults_same_run_and_unknown_run(open_page, demo_db):
+    at = open_page(demo_db, COMPARE)
+    assert at.selectbox(key="url:a").value != at.selectbox(key="url:b").value
+    at = open_page(demo_db, COMPARE, a=BABEL, b=BABEL)
+    assert "Choose two different runs" in _texts(at)
+    at = open_page(demo_db, COMPARE, a="nope", b=BABEL)
+    assert any("No run named 'nope'" in e.value for e in at.error)
