@@ -105,3 +105,32 @@ def test_compare_defaults_same_run_and_unknown_run(open_page, demo_db):
     assert "Choose two different runs" in _texts(at)
     at = open_page(demo_db, COMPARE, a="nope", b=BABEL)
     assert any("No run named 'nope'" in e.value for e in at.error)
+
+
+def test_metrics_cold_url_shows_each_table_with_n_and_left_out(open_page, demo_db):
+    runs = [OPAGENT, BABEL]
+    at = open_page(demo_db, METRICS, runs=runs, gold="paper-gold", judge="offline", table="Table 4")
+    table = at.dataframe[-1].value
+    ssr = table[(table["run"] == OPAGENT) & (table["metric"] == "ssr")].iloc[0]
+    with Store(demo_db, read_only=True) as s:
+        n, tasks = s.query(
+            "SELECT count(ssr), count(*) FROM metrics WHERE run = ? AND gold_set = 'paper-gold'", [OPAGENT]
+        )[0]
+    assert ssr["n"] == n and ssr["left_out"] == tasks - n and f"n={n}" in ssr["mean [95 % CI]"]
+    babel_ssr = table[(table["run"] == BABEL) & (table["metric"] == "ssr")].iloc[0]
+    assert babel_ssr["n"] == 0 and "answer_only" in babel_ssr["left_out_why"]  # answer-only run: said, not 0
+    at = open_page(demo_db, METRICS, runs=runs, table="Table 6")
+    six = at.dataframe[-1].value
+    assert "no_gold" in " ".join(six["left_out_why"])
+    at = open_page(demo_db, METRICS, runs=runs, table="Table 3")
+    three = at.dataframe[-1].value
+    assert set(three["run"]) == set(runs) and "delta [95 % CI]" in three.columns
+
+
+def test_metrics_paradigm_view_groups_runs(open_page, demo_db):
+    at = open_page(demo_db, METRICS, runs=[OPAGENT, BABEL, "wav-demo"], table="Planning paradigms")
+    groups = [m.value for m in at.markdown if m.value.startswith("**")]
+    assert "**step by step**" in groups and "**unknown**" in groups
+    step = next(d.value for d in at.dataframe if OPAGENT in set(d.value.get("run", [])))
+    assert set(step["run"]) == {OPAGENT, BABEL}
+    assert any("Only 2 of the 3 runs have metrics" in w.value for w in at.warning)
