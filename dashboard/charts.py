@@ -4,6 +4,8 @@ no heatmaps)."""
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -92,7 +94,8 @@ def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
         )
         rate = part["success_rate"].astype(float) * 100
         fig.add_bar(
-            y=list(part.index), x=rate, orientation="h", name=run, marker_color=RUN_COLORS[i % len(RUN_COLORS)],
+            # Labels escaped: plotly renders <a>, <b>, <br> … inside them; the click keeps the raw value.
+            y=[html.escape(str(v)) for v in part.index], x=rate, orientation="h", name=html.escape(run), marker_color=RUN_COLORS[i % len(RUN_COLORS)],
             text=[f"{r:.0f} % · {s}/{n}" for r, s, n in zip(rate, part["successes"], part["scored"], strict=True)],
             # Inside, from the bar's start: the CI whisker crosses the bar's end.
             textposition="inside", insidetextanchor="start", textfont={"color": "white"}, cliponaxis=False,
@@ -101,14 +104,15 @@ def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
                      "array": (part["ci_high"].astype(float) * 100 - rate).tolist(),
                      "arrayminus": (rate - part["ci_low"].astype(float) * 100).tolist(),
                      "color": "#555", "thickness": 1},
-            hovertemplate=f"{run}<br>%{{y}}: %{{x:.1f}} %<extra></extra>",
+            hovertemplate=f"{html.escape(run)}<br>%{{y}}: %{{x:.1f}} %<extra></extra>",
         )  # fmt: skip
     height = 80 + 26 * max(len(values), 1) * max(len(runs), 1) + 14 * len(values)
     fig.update_layout(
         title=title, barmode="group", height=min(max(height, 200), 2400),
         margin={"l": 10, "r": 90, "t": 40 if title else 10, "b": 10},
         xaxis={"title": "success rate (%) with 95 % CI", "range": [0, 100]},
-        yaxis={"type": "category", "categoryorder": "array", "categoryarray": values[::-1]},
+        yaxis={"type": "category", "categoryorder": "array",
+               "categoryarray": [html.escape(str(v)) for v in values[::-1]]},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "traceorder": "normal"},
     )  # fmt: skip
     return fig

@@ -76,9 +76,7 @@ def _rate(r, lo, hi, n) -> str:
 
 
 def _chart(part: pd.DataFrame, first: list[bool]) -> str:
-    # Labels escaped before plotly sees them: plotly renders <a>, <b>, <br> … inside label text.
-    safe = part.assign(run=part["run"].map(_e), value=part["value"].map(_e))
-    fig = rate_bars(safe)
+    fig = rate_bars(part)  # escapes its labels: plotly renders <a>, <b>, <br> … inside label text
     fig.update_layout(clickmode="none")
     out = pio.to_html(
         fig, full_html=False, include_plotlyjs=first[0], config={"displaylogo": False, "responsive": True}
