@@ -116,3 +116,30 @@ def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "traceorder": "normal"},
     )  # fmt: skip
     return fig
+
+
+def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
+    """B − A in success per site (points) with the paired bootstrap 95 % CI; n of paired tasks beside
+    each point; the site is the point's customdata."""
+    df = per_site.sort_values(["n", "site"], ascending=[True, False])
+    diff = df["diff"].astype(float) * 100
+    low = df["ci_low"].astype(float).fillna(df["diff"].astype(float)) * 100
+    high = df["ci_high"].astype(float).fillna(df["diff"].astype(float)) * 100
+    fig = go.Figure(
+        go.Scatter(
+            y=[html.escape(str(s)) for s in df["site"]], x=diff, mode="markers+text", customdata=df["site"],
+            marker={"size": 9, "color": [RUN_COLORS[1] if d < 0 else RUN_COLORS[0] for d in diff]},
+            text=[f"n={n}" for n in df["n"]], textposition="top center",
+            error_x={"type": "data", "symmetric": False, "array": (high - diff).tolist(),
+                     "arrayminus": (diff - low).tolist(), "color": "#555", "thickness": 1},
+            hovertemplate="%{y}: %{x:+.1f} points<extra></extra>",
+        )
+    )  # fmt: skip
+    fig.add_vline(x=0, line_color="#999", line_dash="dot")
+    fig.update_layout(
+        height=80 + 34 * max(len(df), 1), margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False,
+        xaxis={"title": f"B − A success (points), 95 % CI — A {html.escape(a)}, B {html.escape(b)}",
+               "range": [-105, 105]},
+        yaxis={"type": "category"},
+    )  # fmt: skip
+    return fig

@@ -134,3 +134,18 @@ def test_metrics_paradigm_view_groups_runs(open_page, demo_db):
     step = next(d.value for d in at.dataframe if OPAGENT in set(d.value.get("run", [])))
     assert set(step["run"]) == {OPAGENT, BABEL}
     assert any("Only 2 of the 3 runs have metrics" in w.value for w in at.warning)
+
+
+def test_compare_site_filter_from_the_url(open_page, demo_db):
+    at = open_page(demo_db, COMPARE, a=BABEL, b=OPAGENT, site="reddit", img="svg")
+    flips = next(d.value for d in at.dataframe if "outcome" in d.value.columns)
+    assert len(flips) > 0 and set(flips["site"]) == {"reddit"}
+    chart = _figure(at)
+    assert "reddit" in chart["data"][0]["customdata"]
+    with Store(demo_db, read_only=True) as s:
+        expected = s.query(
+            "SELECT count(*) FROM evaluations a JOIN evaluations b USING (task_id) JOIN tasks k USING (task_id)"
+            " WHERE a.run = ? AND b.run = ? AND k.site_key = 'reddit' AND (a.status = 'success') <> (b.status = 'success')",
+            [BABEL, OPAGENT],
+        )[0][0]
+    assert len(flips) == expected

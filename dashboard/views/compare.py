@@ -1,4 +1,4 @@
-"""Compare: `?a=…&b=…&flip=…&task=…` — two runs task by task: the 2x2 of outcomes with McNemar's exact
+"""Compare: `?a=…&b=…&flip=…&site=…&task=…&img=svg` — two runs task by task: the 2x2 of outcomes with McNemar's exact
 test, the paired bootstrap CI of the difference in success and in each metric, per-site deltas, and the
 flipped tasks; a selected flipped task opens both runs' task views side by side."""
 
@@ -11,6 +11,7 @@ from core.queries import compare as q
 from core.queries import runs as rq
 from core.queries import task as tq
 from dashboard import state
+from dashboard.charts import deltas, export_config
 from dashboard.components import task_header
 from dashboard.components.downloads import table_downloads
 from dashboard.components.formatting import pct, verdict_label
@@ -98,7 +99,17 @@ with right:
         st.info(" ".join(cmp.notes))
 
 st.subheader("Per site")
-st.caption(rq.MULTI_SITE_RULE)
+cols = st.columns([5, 1.2])
+cols[0].caption(rq.MULTI_SITE_RULE + " Click a site to list its flipped tasks.")
+image = state.url_selectbox(cols[1], "Chart download", ("png", "svg"), "img", default="png",
+                            help="Format of the camera button above the chart")  # fmt: skip
+clicked = st.plotly_chart(
+    deltas(cmp.per_site, a, b), on_select="rerun", selection_mode="points", key=f"deltas-{a}-{b}",
+    config=export_config(image or "png", f"site-deltas-{a}-vs-{b}"),
+)  # fmt: skip
+if clicked and clicked.selection.points:
+    state.set_param("site", clicked.selection.points[0]["customdata"])
+    state.set_param("task", None)
 site_table = cmp.per_site.assign(
     delta=[_diff(d, lo, hi) for d, lo, hi in cmp.per_site[["diff", "ci_low", "ci_high"]].itertuples(index=False)]
 )[["site", "n", "rate_a", "rate_b", "delta", "only_a", "only_b"]]  # fmt: skip
@@ -115,10 +126,15 @@ table_downloads(st, cmp.per_site, f"compare-sites-{a}-vs-{b}")
 st.subheader("Flipped tasks")
 flip = state.url_selectbox(st, "Show", q.FLIPS, "flip", default=q.FLIPS[0])
 flips = q.flipped(cmp.pairs, flip or q.FLIPS[0])
+site = state.param("site")
+if site:
+    flips = flips[flips["site"] == site].reset_index(drop=True)
+    st.page_link(state.COMPARE_PAGE, label=f"Site {site}: show every site", icon=":material/filter_alt_off:",
+                 query_params={k: v for k, v in {"a": a, "b": b, "flip": state.param("flip")}.items() if v})  # fmt: skip
 st.caption(f"{len(flips)} tasks. Select one to see both runs' task views side by side.")
 picked = st.dataframe(
     flips.assign(verdict_a=flips["verdict_a"].map(verdict_label), verdict_b=flips["verdict_b"].map(verdict_label)),
-    hide_index=True, on_select="rerun", selection_mode="single-row", key=f"flips-{a}-{b}-{flip}",
+    hide_index=True, on_select="rerun", selection_mode="single-row", key=f"flips-{a}-{b}-{flip}-{site}",
     column_order=("task_id", "site", "outcome", "verdict_a", "verdict_b", "intent"),
     column_config={"task_id": st.column_config.NumberColumn("task", format="%d"),
                    "outcome": st.column_config.TextColumn("passed in"),
