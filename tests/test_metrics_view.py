@@ -31,3 +31,14 @@ def test_choices_table7_and_paradigms(demo_db):
         assert (
             opagent["ssr_n"] == n and opagent["ssr_ci_low"] <= opagent["ssr_mean"] <= opagent["ssr_ci_high"]
         )
+
+
+def test_table3_counts_runs_without_trajectories(demo_db):
+    """wav-demo (official run: agent responses and evaluations, no trajectory) has its tasks in Table 3."""
+    with Store(demo_db, read_only=True) as s:
+        three = mv.paper_table(s, "Table 3", ("opagent", "wav-demo"), None, None, "default")
+        wav = three[(three["run"] == "wav-demo") & (three["domain"] == "all")].iloc[0]
+        passed, n = s.query(
+            "SELECT count(*) FILTER (WHERE status = 'success'), count(*) FROM evaluations WHERE run = 'wav-demo'"
+        )[0]
+        assert wav["n"] == n == 2 and wav["mean"] == passed / n
