@@ -3,6 +3,8 @@ opened cold from their URLs."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -41,8 +43,6 @@ def _texts(at: AppTest) -> str:
 
 
 def _figure(at: AppTest) -> dict:
-    import json
-
     [chart] = at.get("plotly_chart")
     return json.loads(chart.proto.spec)
 
@@ -66,6 +66,24 @@ def test_breakdowns_cold_url_shows_the_chosen_runs_and_dimension(open_page, demo
     table = at.dataframe[0].value
     assert set(table["run"]) == {BABEL, "agentlab-sample"} and "task type" in table.columns
     assert len(at.get("download_button")) == 2  # CSV and xlsx
+    [chart] = at.get("plotly_chart")
+    assert json.loads(chart.proto.config)["toImageButtonOptions"]["format"] == "svg"  # img=svg
+
+
+def test_table_downloads_round_trip():
+    import io
+
+    import pandas as pd
+
+    from dashboard.components.downloads import _xlsx
+
+    df = pd.DataFrame({"run": ["a", "<b>"], "rate": [0.5, None], "n": [2, 0]})
+    back = pd.read_excel(io.BytesIO(_xlsx(df)))
+    assert (
+        back["run"].tolist() == ["a", "<b>"]
+        and back["n"].tolist() == [2, 0]
+        and back["rate"].isna().tolist() == [False, True]
+    )
 
 
 def test_breakdowns_default_and_unknown_run(open_page, demo_db):
