@@ -143,3 +143,33 @@ def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
         yaxis={"type": "category"},
     )  # fmt: skip
     return fig
+
+
+def paradigm_bars(view: pd.DataFrame, metrics: tuple[str, ...]) -> go.Figure:
+    """Success rate and each metric's mean per run, runs grouped by planning paradigm on the x axis
+    (plotly's two-level categories), each bar with its 95 % CI and the n behind it."""
+    x = [
+        [html.escape(str(p).replace("_", " ")) for p in view["paradigm"]],
+        [html.escape(str(r)) for r in view["run"]],
+    ]
+    series = [("success", view["success_rate"], view["ci_low"], view["ci_high"], view["scored"])]
+    series += [
+        (m.upper(), view[f"{m}_mean"], view[f"{m}_ci_low"], view[f"{m}_ci_high"], view[f"{m}_n"])
+        for m in metrics
+    ]
+    fig = go.Figure()
+    for i, (name, mean, low, high, n) in enumerate(series):
+        mean, low, high = (pd.to_numeric(v, errors="coerce").astype(float) for v in (mean, low, high))
+        fig.add_bar(
+            x=x, y=mean, name=name, marker_color=RUN_COLORS[i % len(RUN_COLORS)],
+            text=[f"n={int(k)}" if pd.notna(k) and k else "" for k in n], textposition="outside",
+            error_y={"type": "data", "symmetric": False, "array": (high.fillna(mean) - mean).tolist(),
+                     "arrayminus": (mean - low.fillna(mean)).tolist(), "color": "#555", "thickness": 1},
+            hovertemplate=f"{name}: %{{y:.3f}}<extra></extra>",
+        )  # fmt: skip
+    fig.update_layout(
+        barmode="group", height=420, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        yaxis={"title": "rate / mean (95 % CI)", "range": [0, 1.12]},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+    )  # fmt: skip
+    return fig

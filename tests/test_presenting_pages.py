@@ -152,6 +152,9 @@ def test_metrics_paradigm_view_groups_runs(open_page, demo_db):
     step = next(d.value for d in at.dataframe if OPAGENT in set(d.value.get("run", [])))
     assert set(step["run"]) == {OPAGENT, BABEL}
     assert any("Only 2 of the 3 runs have metrics" in w.value for w in at.warning)
+    chart = _figure(at)
+    assert [t["name"] for t in chart["data"]] == ["success", "SSR", "RR", "PSR", "EAR"]
+    assert chart["data"][0]["x"][0] == ["step by step", "step by step", "unknown"]
 
 
 def test_compare_site_filter_from_the_url(open_page, demo_db):

@@ -1,4 +1,4 @@
-"""Metrics: `?runs=…&gold=…&judge=…&preset=…&table=…` — the paper's Tables 3, 4, 6 and 7 for the chosen
+"""Metrics: `?runs=…&gold=…&judge=…&preset=…&table=…&img=svg` — the paper's Tables 3, 4, 6 and 7 for the chosen
 runs and metric configuration with bootstrap CIs, the n behind every cell and what each figure leaves
 out and why; and the planning-paradigm view (runs grouped by paradigm side by side)."""
 
@@ -13,6 +13,7 @@ from core.metrics_run import NULL_REASONS
 from core.queries import metrics_view as q
 from core.queries import runs as rq
 from dashboard import state
+from dashboard.charts import export_config, paradigm_bars
 from dashboard.components.downloads import table_downloads
 from dashboard.components.formatting import rate_with_ci
 from dashboard.db import read
@@ -92,6 +93,10 @@ for name, tab in zip(tabs, state.url_tabs(tabs, "table"), strict=True):
                     _mean_ci(m, lo, hi, n)
                     for m, lo, hi, n in view[[f"{metric}_mean", f"{metric}_ci_low", f"{metric}_ci_high", f"{metric}_n"]].itertuples(index=False)
                 ]  # fmt: skip
+            image = state.url_selectbox(st, "Chart download", ("png", "svg"), "img", default="png", width=160,
+                                        help="Format of the camera button above the chart")  # fmt: skip
+            st.plotly_chart(paradigm_bars(view, q.PARADIGM_METRICS), key="paradigm-chart",
+                            config=export_config(image or "png", "planning-paradigms"))  # fmt: skip
             paradigms = list(dict.fromkeys(view["paradigm"]))
             missing = [p for p in q.PARADIGM_ORDER[:3] if p not in paradigms]
             if missing:
