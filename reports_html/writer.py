@@ -1,6 +1,7 @@
 """One self-contained HTML file for people who will never run the app: the runs, success with CIs by
 site, task type, hard subset, termination and reviewer label (charts with plotly.js embedded), the
-paper's tables with what they leave out, a paired comparison of the first two runs, and the caveats.
+paper's tables with what they leave out, the planning-paradigm view, a paired comparison of the first two
+runs, and the caveats.
 
 Everything shown comes from core's read models. Every string from the database (run names, reviewer
 labels, agent text) is HTML-escaped, in the tables and in the charts alike (plotly renders a subset of
@@ -23,7 +24,7 @@ from core.metrics_run import NULL_REASONS
 from core.queries import breakdowns, compare, metrics_view
 from core.queries.runs import MULTI_SITE_RULE, runs_table
 from core.store import Store
-from dashboard.charts import rate_bars
+from dashboard.charts import paradigm_bars, rate_bars
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:1200px;color:#222;padding:0 1rem}
@@ -147,6 +148,12 @@ def build(store: Store, runs: Sequence[str], *, database_name: str = "") -> str:
         for name in metrics_view.TABLES:
             df = metrics_view.paper_table(store, name, runs, gold, judge, preset)
             body += f"<h3>{_e(name)}: {_e(metrics_view.TITLES[name])}</h3>" + table_html(df)
+        view = metrics_view.paradigm_view(store, runs, gold, judge, preset)
+        fig = paradigm_bars(view, metrics_view.PARADIGM_METRICS)
+        body += ("<h3>Planning paradigms: runs grouped by paradigm, side by side</h3>"
+                 + pio.to_html(fig, full_html=False, include_plotlyjs=first[0], config={"displaylogo": False})
+                 + table_html(view))  # fmt: skip
+        first[0] = False
         reasons = pd.DataFrame(sorted(NULL_REASONS.items()), columns=["left_out_why", "meaning"])
         body += "<h3>Why tasks are left out</h3>" + table_html(reasons)
         parts.append(_section("The paper's tables", body))

@@ -41,7 +41,8 @@ def test_report_is_one_file_with_tables_cis_and_escaped_text(report: Path):
     text = report.read_text(encoding="utf-8")
     assert "<script src=" not in text and "cdn.plot.ly" not in text.split("</script>")[-1]
     assert HOSTILE not in text and "&lt;img src=x" in text
-    for heading in ("Success by site", "Success by task type", "Table 4", "Comparison of the first two runs"):
+    for heading in ("Success by site", "Success by task type", "Table 4", "Comparison of the first two runs",
+                    "Planning paradigms"):  # fmt: skip
         assert heading in text
     assert "McNemar exact p" in text and "left_out_why" in text
     assert not list(report.parent.glob("*.partial"))
@@ -68,10 +69,10 @@ def test_report_renders_its_charts_offline_in_chromium(report: Path):
             page = context.new_page()
             page.goto(report.as_uri())
             page.wait_for_function(
-                "() => window.Plotly && document.querySelectorAll('.plotly-graph-div .main-svg').length >= 5"
+                "() => window.Plotly && document.querySelectorAll('.plotly-graph-div .main-svg').length >= 6"
             )
             charts = page.locator(".plotly-graph-div")
-            assert charts.count() == 5  # site, task type, hard subset, termination, reviewer label
+            assert charts.count() == 6  # site, task type, hard subset, termination, reviewer label; paradigms
             bars = page.locator(".plotly-graph-div .bars .point path")
             assert bars.count() > 20
             texts = page.locator(".plotly-graph-div .bars .point text").evaluate_all(
