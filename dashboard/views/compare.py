@@ -79,6 +79,7 @@ with left:
         index=["A passed", "A failed"],
     )
     st.dataframe(two_by_two)
+    table_downloads(st, two_by_two.reset_index(names=""), f"outcomes-{a}-vs-{b}")
 with right:
     st.subheader("Metrics")
     if cmp.metric_config:
