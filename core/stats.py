@@ -14,6 +14,7 @@ import numpy as np
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20260101
 Z_95 = 1.959963984540054
+_FEW_VALUES = 16
 
 
 def wilson_ci(successes: int, n: int, z: float = Z_95) -> tuple[float | None, float | None]:
@@ -28,7 +29,10 @@ def wilson_ci(successes: int, n: int, z: float = Z_95) -> tuple[float | None, fl
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0/n and n/n the bound is exactly 0 or 1; rounding would otherwise leave 5e-17 above the rate.
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= n else min(1.0, centre + half)
+    return low, high
 
 
 def bootstrap_ci(
@@ -44,7 +48,17 @@ def bootstrap_ci(
     if data.size < 2:
         return None, None
     rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    values, counts = np.unique(data, return_counts=True)
+    if values.size <= _FEW_VALUES:
+        # Few distinct values (success 0/1, paired differences -1/0/1): resampling n values with
+        # replacement is drawing their counts from a multinomial, which costs resamples x k, not
+        # resamples x n (a 10,000 x 812 resample took 200 ms; a comparison page needs dozens).
+        draws = rng.multinomial(data.size, counts / data.size, size=resamples)
+        means = draws @ values / data.size
+    else:
+        # int32 indices and np.take: half the time of int64 fancy indexing on 10,000 x 812.
+        idx = rng.integers(0, data.size, size=(resamples, data.size), dtype=np.int32)
+        means = np.take(data, idx).mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
     return float(low), float(high)
 
@@ -74,3 +88,15 @@ def summarize(values: Sequence[float | None]) -> dict[str, float | int | None]:
         "ci_low": low,
         "ci_high": high,
     }
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p-value of paired binary outcomes: under H0 the discordant pairs split
+    50/50, so it is the exact binomial test of `only_a` of `only_a + only_b` at p = 0.5; 1.0 when no pair
+    is discordant (nothing contradicts H0)."""
+    from scipy.stats import binomtest
+
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    return float(binomtest(min(only_a, only_b), n, 0.5, alternative="two-sided").pvalue)

@@ -31,6 +31,13 @@ pages = {
         st.Page(VIEWS / "task.py", title="Task review", icon=":material/search:", url_path="task"),
         st.Page(VIEWS / "judge.py", title="Labels & judge", icon=":material/rule:", url_path="judge"),
     ],
+    "Present": [
+        st.Page(
+            VIEWS / "breakdowns.py", title="Breakdowns", icon=":material/bar_chart:", url_path="breakdowns"
+        ),
+        st.Page(VIEWS / "compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"),
+        st.Page(VIEWS / "metrics.py", title="Metrics", icon=":material/table_chart:", url_path="metrics"),
+    ],
 }
 from dashboard import identity  # noqa: E402 - after the sys.path line above
 from dashboard.db import page_run  # noqa: E402

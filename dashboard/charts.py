@@ -90,6 +90,86 @@ def judge_kappa(stages: pd.DataFrame) -> go.Figure:
     return fig
 
 
+RUN_COLORS = ("#2f6fde", "#e4572e", "#17a398", "#f2a541", "#8a4fff", "#6c757d", "#c2185b", "#3c8d2f")
+
+
+def export_config(image_format: str = "png", filename: str = "chart") -> dict:
+    """Plotly's modebar camera button downloads the chart client-side (no kaleido on the server) in
+    `image_format` (png or svg)."""
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": image_format if image_format in ("png", "svg") else "png",
+                                 "filename": filename, "scale": 2},
+    }  # fmt: skip
+
+
+def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
+    """Grouped horizontal bars of success rate per value, one colour per run, 95 % CI as error bars and
+    'rate · successes/scored' on every bar; each bar's customdata is [run, value] (a click opens Triage
+    on that run filtered to that value)."""
+    df = table[table["scored"] > 0]
+    runs = list(dict.fromkeys(df["run"]))
+    values = sorted(df["value"].unique(), key=lambda v: (-int(df.loc[df["value"] == v, "scored"].max()), v))
+    fig = go.Figure()
+    for i, run in enumerate(runs):
+        part = (
+            df[df["run"] == run]
+            .set_index("value")
+            .reindex([v for v in values if v in set(df.loc[df["run"] == run, "value"])])
+        )
+        rate = part["success_rate"].astype(float) * 100
+        fig.add_bar(
+            # Labels escaped: plotly renders <a>, <b>, <br> … inside them; the click keeps the raw value.
+            y=[html.escape(str(v)) for v in part.index], x=rate, orientation="h", name=html.escape(run), marker_color=RUN_COLORS[i % len(RUN_COLORS)],
+            text=[f"{r:.0f} % · {s}/{n}" for r, s, n in zip(rate, part["successes"], part["scored"], strict=True)],
+            # Inside, from the bar's start: the CI whisker crosses the bar's end.
+            textposition="inside", insidetextanchor="start", textfont={"color": "white"}, cliponaxis=False,
+            customdata=[[run, v] for v in part.index],
+            error_x={"type": "data", "symmetric": False,
+                     "array": (part["ci_high"].astype(float) * 100 - rate).tolist(),
+                     "arrayminus": (rate - part["ci_low"].astype(float) * 100).tolist(),
+                     "color": "#555", "thickness": 1},
+            hovertemplate=f"{html.escape(run)}<br>%{{y}}: %{{x:.1f}} %<extra></extra>",
+        )  # fmt: skip
+    height = 80 + 26 * max(len(values), 1) * max(len(runs), 1) + 14 * len(values)
+    fig.update_layout(
+        title=title, barmode="group", height=min(max(height, 200), 2400),
+        margin={"l": 10, "r": 90, "t": 40 if title else 10, "b": 10},
+        xaxis={"title": "success rate (%) with 95 % CI", "range": [0, 100]},
+        yaxis={"type": "category", "categoryorder": "array",
+               "categoryarray": [html.escape(str(v)) for v in values[::-1]]},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "traceorder": "normal"},
+    )  # fmt: skip
+    return fig
+
+
+def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
+    """B − A in success per site (points) with the paired bootstrap 95 % CI; n of paired tasks beside
+    each point; the site is the point's customdata."""
+    df = per_site.sort_values(["n", "site"], ascending=[True, False])
+    diff = df["diff"].astype(float) * 100
+    low = df["ci_low"].astype(float).fillna(df["diff"].astype(float)) * 100
+    high = df["ci_high"].astype(float).fillna(df["diff"].astype(float)) * 100
+    fig = go.Figure(
+        go.Scatter(
+            y=[html.escape(str(s)) for s in df["site"]], x=diff, mode="markers+text", customdata=df["site"],
+            marker={"size": 9, "color": [RUN_COLORS[1] if d < 0 else RUN_COLORS[0] for d in diff]},
+            text=[f"n={n}" for n in df["n"]], textposition="top center",
+            error_x={"type": "data", "symmetric": False, "array": (high - diff).tolist(),
+                     "arrayminus": (diff - low).tolist(), "color": "#555", "thickness": 1},
+            hovertemplate="%{y}: %{x:+.1f} points<extra></extra>",
+        )
+    )  # fmt: skip
+    fig.add_vline(x=0, line_color="#999", line_dash="dot")
+    fig.update_layout(
+        height=80 + 34 * max(len(df), 1), margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False,
+        xaxis={"title": f"B − A success (points), 95 % CI — A {html.escape(a)}, B {html.escape(b)}",
+               "range": [-105, 105]},
+        yaxis={"type": "category"},
+    )  # fmt: skip
+    return fig
+
+
 def label_counts(counts: pd.DataFrame) -> go.Figure:
     """Stacked bars: current reviewer labels per run and site, one colour per label."""
     df = counts.assign(where=[f"{r} · {s}" for r, s in zip(counts["run"], counts["site"], strict=True)])
@@ -103,5 +183,35 @@ def label_counts(counts: pd.DataFrame) -> go.Figure:
         barmode="stack", height=90 + 30 * max(df["where"].nunique(), 1),
         margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis={"title": "labels", "dtick": 1},
         yaxis={"type": "category", "categoryorder": "category descending"}, legend={"title": "label"},
+    )  # fmt: skip
+    return fig
+
+
+def paradigm_bars(view: pd.DataFrame, metrics: tuple[str, ...]) -> go.Figure:
+    """Success rate and each metric's mean per run, runs grouped by planning paradigm on the x axis
+    (plotly's two-level categories), each bar with its 95 % CI and the n behind it."""
+    x = [
+        [html.escape(str(p).replace("_", " ")) for p in view["paradigm"]],
+        [html.escape(str(r)) for r in view["run"]],
+    ]
+    series = [("success", view["success_rate"], view["ci_low"], view["ci_high"], view["scored"])]
+    series += [
+        (m.upper(), view[f"{m}_mean"], view[f"{m}_ci_low"], view[f"{m}_ci_high"], view[f"{m}_n"])
+        for m in metrics
+    ]
+    fig = go.Figure()
+    for i, (name, mean, low, high, n) in enumerate(series):
+        mean, low, high = (pd.to_numeric(v, errors="coerce").astype(float) for v in (mean, low, high))
+        fig.add_bar(
+            x=x, y=mean, name=name, marker_color=RUN_COLORS[i % len(RUN_COLORS)],
+            text=[f"n={int(k)}" if pd.notna(k) and k else "" for k in n], textposition="outside",
+            error_y={"type": "data", "symmetric": False, "array": (high.fillna(mean) - mean).tolist(),
+                     "arrayminus": (mean - low.fillna(mean)).tolist(), "color": "#555", "thickness": 1},
+            hovertemplate=f"{name}: %{{y:.3f}}<extra></extra>",
+        )  # fmt: skip
+    fig.update_layout(
+        barmode="group", height=420, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        yaxis={"title": "rate / mean (95 % CI)", "range": [0, 1.12]},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
     )  # fmt: skip
     return fig

@@ -107,23 +107,43 @@ def _cell(value):
 def report_cmd(
     ctx: typer.Context,
     runs: Annotated[
-        list[str], typer.Option("--run", help="Runs to report (repeat; deltas are against the first).")
-    ],
+        list[str] | None,
+        typer.Option("--run", help="Runs to report (repeat; deltas are against the first). Default: all."),
+    ] = None,
     gold: Annotated[str | None, typer.Option("--gold", help="Gold set of the metrics tables.")] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Judge config of the metrics tables.")] = None,
     preset: Annotated[str, typer.Option("--preset")] = "default",
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    html_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--html", help="Write one self-contained HTML report (charts, tables, CIs) here instead."
+        ),
+    ] = None,
 ) -> None:
     """The paper's tables: success per domain (3), metric means (4), steps (6), answer categories (7)."""
     from core.errors import InputError
     from core.queries import paper_tables as pt
+    from core.queries.runs import run_names
 
     if fmt not in _FORMATS:
         raise InputError("--format", f"must be one of {', '.join(_FORMATS)}")
+    if html_out is not None and not html_out.parent.is_dir():
+        raise InputError(str(html_out), "its directory does not exist")
     with ui.store_from(ctx, read_only=True) as store:
+        runs = list(runs or reversed(run_names(store)))
+        if not runs:
+            raise InputError("--run", "the database has no run")
         missing = [r for r in runs if not store.query("SELECT 1 FROM runs WHERE name = ?", [r])]
         if missing:
             raise InputError("--run", f"no run named {', '.join(missing)}")
+        if html_out is not None:
+            # Imported only here: the HTML writer uses plotly, which core never loads.
+            from reports_html.writer import write
+
+            size = write(store, runs, html_out)
+            ui.console.print(f"wrote {html_out} ({size / 1e6:.1f} MB, {len(runs)} runs)", markup=False)
+            return
         default_gold, default_judge = pt.default_metrics_selection(store, runs)
         gold, judge = gold or default_gold, judge or default_judge
         _emit(

@@ -62,3 +62,22 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         with ui.store_from(ctx, read_only=True) as store:
             n = export_eval(store, run, out)
         ui.console.print(f"{out}: {n} task results and eval_results.json")
+
+    @export_app.command("parquet")
+    def export_parquet_cmd(
+        ctx: typer.Context,
+        out: Annotated[Path, typer.Argument(help="New directory to write the Parquet tables into.")],
+        runs: Annotated[
+            list[str] | None, typer.Option("--run", help="Only these runs (repeat). Default: every run.")
+        ] = None,
+    ) -> None:
+        """Every table as Parquet, run tables partitioned by run (Hive layout): see docs/parquet.md."""
+        from core.parquet_export import export_parquet
+
+        with ui.store_from(ctx, read_only=True) as store:
+            summary = export_parquet(store, out, runs)
+        ui.console.print(
+            f"{out}: {len(summary.tables)} tables, {sum(summary.tables.values())} rows,"
+            f" {summary.bytes / 1e6:.1f} MB ({len(summary.partitioned)} partitioned by run)",
+            markup=False,
+        )

@@ -40,13 +40,14 @@ def latest_sql(where: str = "TRUE") -> str:
 LABEL_SEPARATOR = ", "
 
 
-def task_labels_sql() -> str:
-    """(task_id, label) of a run's tasks: the current labels on the task, its steps and its events, distinct
-    and joined with LABEL_SEPARATOR (labels hold no comma); `$run` is the run."""
-    latest = latest_sql("target IN ('task', 'step', 'event') AND run = $run")
+def task_labels_sql(runs: str = "run = $run") -> str:
+    """(run, task_id, label) of the tasks of the runs matching `runs` (default: the run `$run`): the current
+    labels on the task, its steps and its events, distinct and joined with LABEL_SEPARATOR (labels hold no
+    comma)."""
+    latest = latest_sql(f"target IN ('task', 'step', 'event') AND {runs}")
     return (
-        f"SELECT task_id, string_agg(DISTINCT label, '{LABEL_SEPARATOR}' ORDER BY label) AS label"
-        f" FROM ({latest}) WHERE label IS NOT NULL GROUP BY task_id"
+        f"SELECT run, task_id, string_agg(DISTINCT label, '{LABEL_SEPARATOR}' ORDER BY label) AS label"
+        f" FROM ({latest}) WHERE label IS NOT NULL GROUP BY run, task_id"
     )
 
 

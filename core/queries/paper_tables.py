@@ -34,15 +34,21 @@ METRIC_COLUMNS = (
 
 # -- Table 3 -------------------------------------------------------------------------------------
 def task_outcomes(store: Store, runs: Sequence[str]) -> pd.DataFrame:
-    """run, task_id, site_key, success (evaluation, else the source's success/reward)."""
+    """run, task_id, site_key, success (evaluation, else the source's success/reward). Tasks are those
+    with an answer trajectory or an evaluation (a WebArena-Verified run stores agent responses and
+    evaluations, no trajectory)."""
     df = store.query_df(
-        """SELECT t.run, t.task_id, coalesce(k.site_key, 'unknown') AS site_key, e.status AS eval_status,
+        """WITH ids AS (
+               SELECT run, task_id FROM trajectories WHERE is_answer AND list_contains($runs, run)
+               UNION SELECT run, task_id FROM evaluations WHERE list_contains($runs, run)
+           )
+           SELECT ids.run, ids.task_id, coalesce(k.site_key, 'unknown') AS site_key, e.status AS eval_status,
                   t.success AS source_success, t.reward
-           FROM trajectories t
-           LEFT JOIN evaluations e ON e.run = t.run AND e.task_id = t.task_id
-           LEFT JOIN tasks k ON k.task_id = t.task_id
-           WHERE t.is_answer AND list_contains(?, t.run)""",
-        [list(runs)],
+           FROM ids
+           LEFT JOIN trajectories t ON t.run = ids.run AND t.task_id = ids.task_id AND t.is_answer
+           LEFT JOIN evaluations e ON e.run = ids.run AND e.task_id = ids.task_id
+           LEFT JOIN tasks k ON k.task_id = ids.task_id""",
+        {"runs": list(runs)},
     )
     if df.empty:
         return df.assign(success=pd.Series(dtype=object))

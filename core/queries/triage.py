@@ -26,6 +26,10 @@ SORTS = {
     "SSR (lowest first)": (["ssr", "task_id"], [True, True]),
 }
 HAS_GOLD = ("with gold", "without gold")
+HARD = ("hard", "not hard")  # the paper's hard subset (tasks.in_hard_subset)
+# The value a filter uses for "not recorded" (no termination, no reviewer label, no task type): the
+# Breakdowns page counts such tasks in their own bucket and its bars filter on it.
+NONE = "(none)"
 
 
 def metric_configs(store: Store, run: str) -> list[dict]:
@@ -57,6 +61,7 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
         labels AS ({task_labels_sql()}),
         problems AS (SELECT task_id, count(*) AS n FROM import_problems WHERE run = $run GROUP BY task_id)
         SELECT v.task_id, k.site_key AS site, k.intent, v.verdict, v.verdict_source,
+               k.task_type, k.in_hard_subset AS hard,
                f.failing_evaluators,
                coalesce(e.explanation, e.error,
                         CASE WHEN v.verdict IN ('failure', 'error') THEN NULL END) AS explanation,
@@ -97,11 +102,13 @@ class TriageFilter:
     labels: tuple[str, ...] = ()
     text: str = ""
     sort: str = "failed first"
+    task_types: tuple[str, ...] = ()
+    hard: str | None = None  # one of HARD
 
     def fingerprint(self) -> str:
         """A short stable key: a table keyed by it never applies an old selection to new rows."""
         parts = (self.sites, self.verdicts, self.evaluators, self.terminations, self.has_gold, self.labels,
-                 self.text.strip().casefold(), self.sort)  # fmt: skip
+                 self.text.strip().casefold(), self.sort, self.task_types, self.hard)  # fmt: skip
         return hashlib.sha1(repr(parts).encode()).hexdigest()[:12]
 
 
@@ -114,9 +121,27 @@ def options(df: pd.DataFrame) -> dict[str, list[str]]:
         "sites": sorted(df["site"].dropna().unique().tolist()),
         "verdicts": [v for v in VERDICTS if v in set(df["verdict"])],
         "evaluators": evaluators,
-        "terminations": sorted(df["termination"].dropna().unique().tolist()),
-        "labels": sorted(set().union(*(split_labels(cell) for cell in df["label"]))),
+        "terminations": _with_none(df["termination"]),
+        "labels": _labels_with_none(df["label"]),
+        "task_types": _with_none(df["task_type"]),
     }
+
+
+def _with_none(column: pd.Series) -> list[str]:
+    """The values of a column, and NONE when some rows have none (a filter can ask for those)."""
+    values = sorted(column.dropna().unique().tolist())
+    return values + [NONE] if column.isna().any() else values
+
+
+def _labels_with_none(column: pd.Series) -> list[str]:
+    """Every label found in the column's comma-joined cells, and NONE when some tasks carry none."""
+    labels = sorted(set().union(*(split_labels(cell) for cell in column)))
+    return labels + [NONE] if any(not split_labels(cell) for cell in column) else labels
+
+
+def _isin(column: pd.Series, wanted: tuple[str, ...]) -> pd.Series:
+    found = column.isin(wanted)
+    return found | column.isna() if NONE in wanted else found
 
 
 def apply_filter(df: pd.DataFrame, f: TriageFilter) -> pd.DataFrame:
@@ -134,14 +159,24 @@ def apply_filter(df: pd.DataFrame, f: TriageFilter) -> pd.DataFrame:
             .map(lambda cell: bool(wanted & {e.strip() for e in cell.split(",")}))
         )
     if f.terminations:
-        keep &= df["termination"].isin(f.terminations)
+        keep &= _isin(df["termination"], f.terminations)
+    if f.task_types:
+        keep &= _isin(df["task_type"], f.task_types)
+    if f.hard == HARD[0]:
+        keep &= df["hard"].fillna(False).astype(bool)
+    elif f.hard == HARD[1]:
+        keep &= ~df["hard"].fillna(True).astype(bool)
     if f.has_gold == HAS_GOLD[0]:
         keep &= df["has_gold"]
     elif f.has_gold == HAS_GOLD[1]:
         keep &= ~df["has_gold"]
     if f.labels:
         wanted_labels = set(f.labels)
-        keep &= df["label"].map(lambda cell: bool(wanted_labels & split_labels(cell)))
+        keep &= df["label"].map(
+            lambda cell: (
+                bool(wanted_labels & split_labels(cell)) or (NONE in wanted_labels and not split_labels(cell))
+            )
+        )
     text = f.text.strip()
     if text:
         needle = text.casefold()
@@ -196,6 +231,7 @@ def filter_from_params(get_all) -> TriageFilter:
         sites=tuple(get_all("site")), verdicts=tuple(get_all("verdict")), evaluators=tuple(get_all("evaluator")),
         terminations=tuple(get_all("termination")), has_gold=first("gold") if first("gold") in HAS_GOLD else None,
         labels=tuple(get_all("label")), text=first("q") or "", sort=sort if sort in SORTS else "failed first",
+        task_types=tuple(get_all("type")), hard=first("hard") if first("hard") in HARD else None,
     )  # fmt: skip
 
 

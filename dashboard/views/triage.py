@@ -31,13 +31,15 @@ evaluators = state.url_multiselect(cols[2], "Failing evaluator", opts["evaluator
 terminations = state.url_multiselect(cols[3], "Termination", opts["terminations"], "termination")
 has_gold = state.url_selectbox(cols[4], "Gold", q.HAS_GOLD, "gold", placeholder="any")
 labels = state.url_multiselect(cols[5], "Reviewer label", opts["labels"], "label")
-cols = st.columns([4, 2])
+cols = st.columns([4, 2, 2, 1.4])
 text = state.url_text(cols[0], "Search intent, answer and explanation", "q", placeholder="words or a task id")
 sort = state.url_selectbox(cols[1], "Sort", list(q.SORTS), "sort", default=list(q.SORTS)[0])
+task_types = state.url_multiselect(cols[2], "Task type", opts["task_types"], "type")
+hard = state.url_selectbox(cols[3], "Hard subset", q.HARD, "hard", placeholder="any")
 
 flt = q.TriageFilter(
     sites=tuple(sites), verdicts=tuple(verdicts), evaluators=tuple(evaluators), terminations=tuple(terminations),
-    has_gold=has_gold, labels=tuple(labels), text=text or "", sort=sort,
+    has_gold=has_gold, labels=tuple(labels), text=text or "", sort=sort, task_types=tuple(task_types), hard=hard,
 )  # fmt: skip
 shown = q.apply_filter(table, flt)
 c = q.counts(shown)
@@ -59,7 +61,7 @@ view = shown.assign(verdict=[f"{VERDICT_ICONS.get(v, '')} {v}" for v in shown["v
 # Keyed by the filter: a selection made in another filtered list never lands on this one's rows.
 picked = st.dataframe(
     view, hide_index=True, on_select="rerun", height=min(38 + 35 * len(view), 720), placeholder="–", selection_mode="single-row", key=f"triage-{run}-{flt.fingerprint()}",
-    column_order=("task_id", "site", "verdict", "explanation", "failing_evaluators", "intent", "termination", "steps",
+    column_order=("task_id", "site", "verdict", "explanation", "failing_evaluators", "intent", "task_type", "termination", "steps",
                   "has_gold", "ssr", "ear", "cannot_pass", "disagrees", "label", "problems", "verdict_source"),
     column_config={
         "task_id": st.column_config.NumberColumn("task", format="%d", width="small"),

@@ -1,0 +1,76 @@
+"""Breakdowns: `?runs=…&dim=…&img=svg` — success rate with its 95 % CI per run by site, task type, hard
+subset, termination and reviewer label; every bar opens Triage on that run filtered to that value."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.queries import breakdowns as q
+from core.queries import runs as rq
+from dashboard import state
+from dashboard.charts import export_config, rate_bars
+from dashboard.components.downloads import table_downloads
+from dashboard.components.formatting import rate_with_ci
+from dashboard.db import read
+
+st.title("Breakdowns")
+names = read(rq.run_names)
+if names is None:
+    st.stop()
+if not names:
+    st.info("No runs imported yet: see the Runs page.")
+    st.stop()
+if not state.list_param("runs"):
+    state.set_param("runs", names[:3])
+cols = st.columns([5, 1.2])
+chosen = state.url_multiselect(cols[0], "Runs", names, "runs", help="The runs side by side; part of the URL.")
+image = state.url_selectbox(cols[1], "Chart download", ("png", "svg"), "img", default="png",
+                            help="Format of the camera button above each chart")  # fmt: skip
+unknown = [r for r in state.list_param("runs") if r not in names]
+if unknown:
+    st.warning(f"No run named {', '.join(map(repr, unknown))} in this database: left out.")
+if not chosen:
+    st.info("Choose one or more runs.")
+    st.stop()
+
+table = read(q.breakdowns, tuple(chosen))
+if table is None:
+    st.stop()
+st.caption(
+    "Success rate = successes / scored tasks (success, failure, error), with its 95 % Wilson interval; "
+    "unscored tasks are left out and counted in *unscored*. Bars say rate · successes/scored. "
+    f"Click a bar to triage those tasks. {rq.MULTI_SITE_RULE} `{q.NONE}`: not recorded."
+)
+dimensions = list(q.DIMENSIONS)
+# Only the open tab builds its chart (many Plotly charts make every click on a page slow).
+for dimension, tab in zip(dimensions, state.url_tabs(dimensions, "dim"), strict=True):
+    if not tab.open:
+        continue
+    with tab:
+        part = table[table["dimension"] == dimension]
+        if part["scored"].sum() == 0:
+            st.info("No scored task in these runs.")
+            continue
+        clicked = st.plotly_chart(
+            rate_bars(part), on_select="rerun", selection_mode="points", key=f"breakdown-{dimension}",
+            config=export_config(image or "png", f"success-by-{dimension.replace(' ', '-')}"),
+        )  # fmt: skip
+        points = clicked.selection.points if clicked else []
+        if points:
+            run, value = points[0]["customdata"]
+            state.go(state.TRIAGE_PAGE, {"run": run, q.DIMENSIONS[dimension][1]: value})
+        shown = part.assign(
+            success=[rate_with_ci(r, lo, hi, int(n)) for r, lo, hi, n in
+                     part[["success_rate", "ci_low", "ci_high", "scored"]].itertuples(index=False)],
+        )[["run", "value", "success", "scored", "successes", "failures", "errors", "unscored",
+           "success_rate", "ci_low", "ci_high"]].rename(columns={"value": dimension})  # fmt: skip
+        st.dataframe(
+            shown, hide_index=True,
+            column_config={
+                "success": st.column_config.TextColumn("success rate [95 % CI]"),
+                "success_rate": st.column_config.NumberColumn("rate", format="%.3f"),
+                "ci_low": st.column_config.NumberColumn("CI low", format="%.3f"),
+                "ci_high": st.column_config.NumberColumn("CI high", format="%.3f"),
+            },
+        )  # fmt: skip
+        table_downloads(st, shown.drop(columns=["success"]), f"success-by-{dimension}")

@@ -1,0 +1,159 @@
+"""Compare: `?a=…&b=…&flip=…&site=…&task=…&img=svg` — two runs task by task: the 2x2 of outcomes with McNemar's exact
+test, the paired bootstrap CI of the difference in success and in each metric, per-site deltas, and the
+flipped tasks; a selected flipped task opens both runs' task views side by side."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.queries import compare as q
+from core.queries import runs as rq
+from core.queries import task as tq
+from dashboard import state
+from dashboard.charts import deltas, export_config
+from dashboard.components import task_header
+from dashboard.components.downloads import table_downloads
+from dashboard.components.formatting import pct, verdict_label
+from dashboard.db import read
+
+
+def _missing(v) -> bool:
+    return v is None or pd.isna(v)
+
+
+def _diff(d: float | None, low: float | None, high: float | None) -> str:
+    if _missing(d):
+        return "–"
+    ci = f" [{low * 100:+.1f}, {high * 100:+.1f}]" if not _missing(low) else ""
+    return f"{d * 100:+.1f} pts{ci}"
+
+
+st.title("Compare runs")
+names = read(rq.run_names)
+if names is None:
+    st.stop()
+if len(names) < 2:
+    st.info("Comparing needs two runs in the database: see the Runs page.")
+    st.stop()
+for key, default in (("a", names[1]), ("b", names[0])):
+    wanted = state.param(key)
+    if wanted is not None and wanted not in names:
+        st.error(f"No run named {wanted!r} in this database.")
+        st.page_link(state.RUNS_PAGE, label="All runs", icon=":material/arrow_back:")
+        st.stop()
+    if wanted is None:
+        state.set_param(key, default)
+cols = st.columns(2)
+a = state.url_selectbox(cols[0], "Run A", names, "a")
+b = state.url_selectbox(cols[1], "Run B", names, "b")
+if a == b:
+    st.warning("Choose two different runs.")
+    st.stop()
+cmp = read(q.compare_runs, a, b)
+if cmp is None:
+    st.stop()
+s = cmp.success
+if not s["n"]:
+    st.info("These runs have no scored task in common.")
+    st.stop()
+
+st.caption(
+    f"Paired over the **{s['n']}** tasks both runs scored (an error counts as not passed); "
+    + ", ".join(f"{k} {v}" for k, v in cmp.unpaired.items())
+    + ". Differences are B − A with a paired bootstrap 95 % CI (tasks resampled together)."
+)
+m = st.columns([1, 1, 1.7, 0.8])
+m[0].metric(f"A · {a}", pct(s["rate_a"]), help=f"successes / {s['n']} paired tasks")
+m[1].metric(f"B · {b}", pct(s["rate_b"]), help=f"successes / {s['n']} paired tasks")
+m[2].metric("B − A [95 % CI]", _diff(s["diff"], s["ci_low"], s["ci_high"]))
+m[3].metric("McNemar exact p", f"{cmp.mcnemar_p:.3g}",
+            help=f"two-sided exact binomial test of the {cmp.outcomes['A only'] + cmp.outcomes['B only']} discordant tasks")  # fmt: skip
+
+left, right = st.columns([1, 2])
+with left:
+    st.subheader("Outcomes")
+    o = cmp.outcomes
+    two_by_two = pd.DataFrame(
+        {"B passed": [o["both pass"], o["B only"]], "B failed": [o["A only"], o["both fail"]]},
+        index=["A passed", "A failed"],
+    )
+    st.dataframe(two_by_two)
+    table_downloads(st, two_by_two.reset_index(names=""), f"outcomes-{a}-vs-{b}")
+with right:
+    st.subheader("Metrics")
+    if cmp.metric_config:
+        st.caption("Paired over the tasks where both runs define the metric; gold / judge / preset: "
+                   + " / ".join(cmp.metric_config))  # fmt: skip
+        st.dataframe(
+            cmp.metrics.assign(**{"B − A [95 % CI]": [_diff(d, lo, hi) for d, lo, hi in
+                                  cmp.metrics[["diff", "ci_low", "ci_high"]].itertuples(index=False)]})[
+                ["metric", "n", "mean_a", "mean_b", "B − A [95 % CI]", "left_out", "left_out_why"]],
+            hide_index=True,
+            column_config={"mean_a": st.column_config.NumberColumn("A", format="%.3f"),
+                           "mean_b": st.column_config.NumberColumn("B", format="%.3f"),
+                           "left_out": st.column_config.NumberColumn("left out"),
+                           "left_out_why": st.column_config.TextColumn("why left out")},
+        )  # fmt: skip
+        table_downloads(st, cmp.metrics, f"compare-metrics-{a}-vs-{b}")
+    else:
+        st.info(" ".join(cmp.notes))
+
+st.subheader("Per site")
+cols = st.columns([5, 1.2])
+cols[0].caption(rq.MULTI_SITE_RULE + " Click a site to list its flipped tasks.")
+image = state.url_selectbox(cols[1], "Chart download", ("png", "svg"), "img", default="png",
+                            help="Format of the camera button above the chart")  # fmt: skip
+clicked = st.plotly_chart(
+    deltas(cmp.per_site, a, b), on_select="rerun", selection_mode="points", key=f"deltas-{a}-{b}",
+    config=export_config(image or "png", f"site-deltas-{a}-vs-{b}"),
+)  # fmt: skip
+if clicked and clicked.selection.points:
+    state.set_param("site", clicked.selection.points[0]["customdata"])
+    state.set_param("task", None)
+site_table = cmp.per_site.assign(
+    delta=[_diff(d, lo, hi) for d, lo, hi in cmp.per_site[["diff", "ci_low", "ci_high"]].itertuples(index=False)]
+)[["site", "n", "rate_a", "rate_b", "delta", "only_a", "only_b"]]  # fmt: skip
+st.dataframe(
+    site_table, hide_index=True,
+    column_config={"rate_a": st.column_config.NumberColumn("A", format="percent"),
+                   "rate_b": st.column_config.NumberColumn("B", format="percent"),
+                   "delta": st.column_config.TextColumn("B − A [95 % CI]"),
+                   "only_a": st.column_config.NumberColumn("A only passed"),
+                   "only_b": st.column_config.NumberColumn("B only passed")},
+)  # fmt: skip
+table_downloads(st, cmp.per_site, f"compare-sites-{a}-vs-{b}")
+
+st.subheader("Flipped tasks")
+flip = state.url_selectbox(st, "Show", q.FLIPS, "flip", default=q.FLIPS[0])
+flips = q.flipped(cmp.pairs, flip or q.FLIPS[0])
+site = state.param("site")
+if site:
+    flips = flips[flips["site"] == site].reset_index(drop=True)
+    st.page_link(state.COMPARE_PAGE, label=f"Site {site}: show every site", icon=":material/filter_alt_off:",
+                 query_params={k: v for k, v in {"a": a, "b": b, "flip": state.param("flip")}.items() if v})  # fmt: skip
+st.caption(f"{len(flips)} tasks. Select one to see both runs' task views side by side.")
+picked = st.dataframe(
+    flips.assign(verdict_a=flips["verdict_a"].map(verdict_label), verdict_b=flips["verdict_b"].map(verdict_label)),
+    hide_index=True, on_select="rerun", selection_mode="single-row", key=f"flips-{a}-{b}-{flip}-{site}",
+    column_order=("task_id", "site", "outcome", "verdict_a", "verdict_b", "intent"),
+    column_config={"task_id": st.column_config.NumberColumn("task", format="%d"),
+                   "outcome": st.column_config.TextColumn("passed in"),
+                   "verdict_a": st.column_config.TextColumn("A"), "verdict_b": st.column_config.TextColumn("B")},
+)  # fmt: skip
+table_downloads(st, flips, f"flipped-{a}-vs-{b}")
+if picked.selection.rows:
+    state.set_param("task", int(flips.iloc[picked.selection.rows[0]]["task_id"]))
+task_id = state.int_param("task")
+if task_id is not None:
+    st.divider()
+    sides = st.columns(2)
+    for side, run in zip(sides, (a, b), strict=True):
+        with side:
+            st.page_link(state.TASK_PAGE, label=f"Open task {task_id} of {run} in Task review",
+                         icon=":material/open_in_new:", query_params={"run": run, "task": str(task_id)})  # fmt: skip
+            header = read(tq.task_header, run, task_id)
+            if header is None:
+                st.info(f"{run} has no task {task_id}.")
+            else:
+                task_header.render(header, run)

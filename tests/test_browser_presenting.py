@@ -1,0 +1,32 @@
+"""In Chromium: a Breakdowns bar opens Triage filtered to exactly the tasks the bar counts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from browser_support import browser_page, chromium_available, serve, wait_idle, wait_url
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not chromium_available(), reason="chromium not installed"),
+]
+
+
+def test_breakdown_bar_clicks_through_to_triage(demo_db):
+    with serve(demo_db) as url, browser_page() as page:
+        page.goto(url + "/breakdowns?runs=webarena-render-babelcloud&dim=task+type")
+        wait_idle(page)
+        bar = page.locator(".js-plotly-plot .bars .point").first
+        bar.wait_for(timeout=60_000)
+        label = bar.locator("text").text_content()  # e.g. "68 % · 254/374"
+        successes, scored = map(int, re.search(r"(\d+)/(\d+)$", label).groups())
+        box = bar.locator("path").bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        wait_url(page, "/triage?")
+        wait_idle(page)
+        assert "run=webarena-render-babelcloud" in page.url and re.search(
+            r"type=(retrieve|mutate|navigate)", page.url
+        )
+        caption = page.get_by_text(re.compile(r"of 812 tasks")).first.text_content()
+        assert caption.startswith(f"{scored} of 812 tasks") and f"{successes} passed" in caption

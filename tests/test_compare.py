@@ -1,0 +1,95 @@
+"""Comparing two runs: McNemar's exact test and the paired bootstrap against hand-checkable cases and
+scipy, and the comparison read model on the demo database's real runs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from core import stats
+from core.queries import compare
+from core.store import Store
+
+A, B = "webarena-render-babelcloud", "opagent"
+
+
+def test_mcnemar_exact_by_hand_and_against_scipy():
+    # 0 vs 5 discordant: p = 2 * 0.5**5 = 1/16.
+    assert stats.mcnemar_exact(0, 5) == pytest.approx(1 / 16)
+    assert stats.mcnemar_exact(5, 0) == stats.mcnemar_exact(0, 5)
+    # 1 vs 9: p = 2 * (C(10,0) + C(10,1)) / 2**10 = 22/1024.
+    assert stats.mcnemar_exact(1, 9) == pytest.approx(22 / 1024)
+    assert stats.mcnemar_exact(4, 4) == 1.0 and stats.mcnemar_exact(0, 0) == 1.0
+    assert stats.mcnemar_exact(60, 90) == pytest.approx(binomtest(60, 150, 0.5).pvalue)
+
+
+def test_bootstrap_of_few_values_matches_resampling_indices():
+    """Counts drawn from a multinomial are the same distribution as resampled indices: same interval
+    up to Monte Carlo noise."""
+    rng = np.random.default_rng(7)
+    data = rng.choice([-1.0, 0.0, 1.0], p=[0.1, 0.75, 0.15], size=800)
+    low, high = stats.bootstrap_ci(data.tolist())
+    means = data[np.random.default_rng(1).integers(0, data.size, size=(20_000, data.size))].mean(axis=1)
+    ref_low, ref_high = np.percentile(means, [2.5, 97.5])
+    assert low == pytest.approx(ref_low, abs=0.004) and high == pytest.approx(ref_high, abs=0.004)
+    # And against the normal approximation of a mean's CI on this large sample.
+    half = 1.96 * data.std(ddof=1) / math.sqrt(data.size)
+    assert low == pytest.approx(data.mean() - half, abs=0.005)
+
+
+@pytest.fixture(scope="module")
+def cmp(demo_db):
+    with Store(demo_db, read_only=True) as s:
+        yield (
+            compare.compare_runs(s, A, B),
+            s.query(
+                "SELECT a.task_id, a.status = 'success', b.status = 'success' FROM evaluations a"
+                " JOIN evaluations b USING (task_id) WHERE a.run = ? AND b.run = ?",
+                [A, B],
+            ),
+        )
+
+
+def test_two_by_two_counts_the_stored_verdicts(cmp):
+    result, rows = cmp
+    expected = {
+        "both pass": sum(x and y for _, x, y in rows), "A only": sum(x and not y for _, x, y in rows),
+        "B only": sum(y and not x for _, x, y in rows), "both fail": sum(not x and not y for _, x, y in rows),
+    }  # fmt: skip
+    assert result.outcomes == expected and sum(expected.values()) == result.success["n"] == len(rows)
+    assert result.mcnemar_p == pytest.approx(
+        binomtest(expected["A only"], expected["A only"] + expected["B only"]).pvalue
+    )
+    s = result.success
+    assert s["diff"] == pytest.approx((expected["B only"] - expected["A only"]) / len(rows))
+    assert s["ci_low"] < s["diff"] < s["ci_high"]
+    # babelcloud has 812 tasks, opagent 809: the three extra are counted, never paired.
+    assert result.unpaired["scored by A only"] == 3
+
+
+def test_per_site_and_flips_partition_the_pairs(cmp):
+    result, _ = cmp
+    sites = result.per_site
+    assert sites["n"].sum() == result.success["n"]
+    assert (
+        sites["only_a"].sum() == result.outcomes["A only"]
+        and sites["only_b"].sum() == result.outcomes["B only"]
+    )
+    every = compare.flipped(result.pairs)
+    assert len(every) == result.outcomes["A only"] + result.outcomes["B only"]
+    only_b = compare.flipped(result.pairs, "B only")
+    assert set(only_b["outcome"]) == {"B only"} and len(only_b) == result.outcomes["B only"]
+    assert set(only_b["verdict_a"]) <= {"failure", "error"} and set(only_b["verdict_b"]) == {"success"}
+
+
+def test_metric_differences_say_what_they_leave_out(cmp):
+    result, _ = cmp
+    assert result.metric_config == ("paper-gold", "offline", "default")
+    psr = result.metrics.set_index("metric").loc["psr"]
+    assert psr["n"] > 0 and psr["ci_low"] <= psr["diff"] <= psr["ci_high"]
+    # babelcloud is answer-only: no step metric is defined, and the table says so instead of a number.
+    ssr = result.metrics.set_index("metric").loc["ssr"]
+    assert ssr["n"] == 0 and "undefined in A" in ssr["left_out_why"]
