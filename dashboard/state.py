@@ -22,7 +22,7 @@ TASK_PAGE = "views/task.py"
 
 # Triage filters travel with the task page so previous/next follow the reviewer's list.
 TRIAGE_KEYS = ("site", "verdict", "evaluator", "termination", "gold", "label", "q", "sort")
-TASK_TABS = ("Steps", "Alignment", "Network", "Evaluation")
+TASK_TABS = ("Steps", "Alignment", "Network", "Evaluation", "Gold")
 
 
 # -- reading ---------------------------------------------------------------------------------------

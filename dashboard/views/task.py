@@ -1,5 +1,6 @@
 """Task review: `?run=&task=&episode=&tab=&step=` — header, previous/next failed task, and the tabs
-Steps, Alignment, Network and Evaluation (only the open tab is built)."""
+Steps, Alignment, Network, Evaluation and Gold (only the open tab is built; Gold takes `goldset`,
+`galt`, `gfrom`, `gto`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from core.queries import task as q
 from core.queries import triage as tq
 from core.queries.runs import run_exists
 from dashboard import state
-from dashboard.components import alignment_panel, evaluation_panel, network_panel, steps_panel, task_header
+from dashboard.components import (
+    alignment_panel,
+    evaluation_panel,
+    gold_editor,
+    network_panel,
+    steps_panel,
+    task_header,
+)
 from dashboard.components.formatting import verdict_label
 from dashboard.db import read
 
@@ -77,7 +85,7 @@ if attempts:
         )  # fmt: skip
 
 tabs = state.url_tabs(state.TASK_TABS, "tab")
-steps_tab, alignment_tab, network_tab, evaluation_tab = tabs
+steps_tab, alignment_tab, network_tab, evaluation_tab, gold_tab = tabs
 if steps_tab.open:
     with steps_tab:
         steps_panel.render(run, task_id, episode)
@@ -90,3 +98,6 @@ if network_tab.open:
 if evaluation_tab.open:
     with evaluation_tab:
         evaluation_panel.render(run, task_id, header)
+if gold_tab.open:
+    with gold_tab:
+        gold_editor.render(run, task_id, episode)
