@@ -194,3 +194,33 @@ def test_cli_export_history_and_import_back(gold_db: Path, tmp_path: Path):
     assert not (tmp_path / "x.csv").exists()
     bad = run_cli("export", "gold", "paper-gold", "--out", str(tmp_path / "x.txt"), db=db)
     assert bad.returncode == 2 and "unsupported export format" in bad.stderr
+
+
+def test_draft_from_a_trajectory_and_stale_metrics_recomputed(demo_db: Path, tmp_path: Path):
+    path = tmp_path / "demo.duckdb"
+    shutil.copy(demo_db, path)
+    with Store(path) as store:
+        (episode,) = store.query(
+            "SELECT episode FROM trajectories WHERE run = 'opagent' AND task_id = 101 AND is_answer"
+        )[0]
+        executed = store.query(
+            "SELECT count(*) FROM steps WHERE run = 'opagent' AND task_id = 101 AND episode = ?"
+            " AND executed_action IS NOT NULL",
+            [episode],
+        )[0][0]
+        draft = ge.draft_from_trajectory(store, "opagent", 101, episode)
+        assert len(draft) == executed > 0 and all(t.strip() == t and t for t in draft)
+        computed = store.query(
+            "SELECT DISTINCT run FROM metrics WHERE task_id = 101 AND gold_set = 'paper-gold' ORDER BY 1"
+        )
+        assert ge.stale_metrics(store, 101, "paper-gold") == []
+        ge.save_gold(store, "paper-gold", 101, [draft[:3]], "ann", "from the agent", 1)
+        stale = ge.stale_metrics(store, 101, "paper-gold")
+        assert sorted({r["run"] for r in stale}) == [r for (r,) in computed] and len(computed) >= 2
+        assert {(r["gold_version"], r["current_version"]) for r in stale} == {(1, 2)}
+        assert ge.stale_metrics(store, 102, "paper-gold") == []  # other tasks are not touched
+        assert ge.recompute_stale(store, 101, "paper-gold") == len(computed)
+        assert ge.stale_metrics(store, 101, "paper-gold") == []
+        assert store.query(
+            "SELECT DISTINCT gold_version, n_gold FROM metrics WHERE task_id = 101 AND gold_set = 'paper-gold'"
+        ) == [(2, 3)]
