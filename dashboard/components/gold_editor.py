@@ -218,7 +218,7 @@ def _editor(
         _behind(draft, current_version, content)
 
     n = draft.n_alternatives
-    cols = st.columns([3, 2, 2])
+    cols = st.columns([3, 2, 2], vertical_alignment="bottom")
     alt = state.url_selectbox(
         cols[0], "Alternative", list(range(n)), "galt", default=0,
         format_func=lambda a: f"alternative {a + 1} of {n}",
@@ -283,9 +283,11 @@ def _save(
 ) -> None:
     mine = ge.clean_alternatives(draft.alternatives())
     dirty = mine != [list(alt) for alt in content]
-    cols = st.columns([5, 1.4, 1.4])
+    cols = st.columns([5, 1.4, 1.4], vertical_alignment="bottom")
+    # Keyed by the number of saves: after a save the field starts empty; a refused save keeps it.
+    saves_key = f"{draft.prefix}:saves"
     reason = cols[0].text_input(
-        "Reason for this edit (saved with the version)", key=f"{draft.prefix}:reason",
+        "Reason for this edit (saved with the version)", key=f"{draft.prefix}:reason:{st.session_state.get(saves_key, 0)}",
         placeholder="e.g. step 3 clicked the wrong tab",
     )  # fmt: skip
     missing = "your name (sidebar)" if not name else ("a reason" if not reason.strip() else None)
@@ -302,7 +304,7 @@ def _save(
     if clicked:
         version = write(ge.save_gold, gold_set, task_id, draft.alternatives(), name, reason, draft.base)
         if version is not None:  # else: one line is on the page and the draft stays as it is
-            st.session_state.pop(f"{draft.prefix}:reason", None)
             draft.start(version, [steps_frame(alt) for alt in mine])
+            st.session_state[saves_key] = st.session_state.get(saves_key, 0) + 1
             st.toast(f"Saved version {version} of task {task_id}.")
             st.rerun()
