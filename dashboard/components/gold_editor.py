@@ -268,7 +268,7 @@ def _behind(draft: Draft, current_version: int, content: list[list[ge.EditStep]]
     changed = [r for r in rows if r["kind"] != "same"]
     if changed:
         st.caption(f"Current version {current_version} (left) against your draft (right)")
-        st.dataframe(gold_history.diff_frame(changed), hide_index=True, width="stretch")
+        gold_history.show_diff(changed)
     cols = st.columns(2)
     if cols[0].button(f"My draft is merged: base it on version {current_version}", key="gold-rebase"):
         draft.rebase(current_version)

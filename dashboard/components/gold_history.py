@@ -22,12 +22,16 @@ KIND_LABELS = {
 }
 
 
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
 def diff_frame(rows: list[dict[str, Any]]):
     """Diff rows as a styled table: old step | change | new step, coloured by kind (text stays data)."""
     frame = pd.DataFrame(
-        [{"alt": r["alternative"], "old #": r["old_idx"], "old step": r["old_text"], "old flags": r["old_flags"],
-          "change": KIND_LABELS[r["kind"]], "new #": r["new_idx"], "new step": r["new_text"],
-          "new flags": r["new_flags"]} for r in rows],
+        [{"alt": r["alternative"], "old #": _cell(r["old_idx"]), "old step": _cell(r["old_text"]),
+          "old flags": _cell(r["old_flags"]), "change": KIND_LABELS[r["kind"]], "new #": _cell(r["new_idx"]),
+          "new step": _cell(r["new_text"]), "new flags": _cell(r["new_flags"])} for r in rows],
         columns=["alt", "old #", "old step", "old flags", "change", "new #", "new step", "new flags"],
     )  # fmt: skip
     kinds = [r["kind"] for r in rows]
@@ -39,6 +43,21 @@ def diff_frame(rows: list[dict[str, Any]]):
     return frame.style.apply(colour, axis=1)
 
 
+def show_diff(rows: list[dict[str, Any]]) -> None:
+    """The side-by-side diff table: the old version's steps on the left, the new one's on the right."""
+    st.dataframe(
+        diff_frame(rows), hide_index=True, width="stretch",
+        column_config={
+            "alt": st.column_config.NumberColumn("alt", width="small"),
+            "old #": st.column_config.TextColumn("old #", width="small"),
+            "new #": st.column_config.TextColumn("new #", width="small"),
+            "old step": st.column_config.TextColumn("old step", width="large"),
+            "new step": st.column_config.TextColumn("new step", width="large"),
+            "change": st.column_config.TextColumn("change", width="small"),
+        },
+    )  # fmt: skip
+
+
 def render(
     run: str, task_id: int, gold_set: str, versions: list[dict[str, Any]], current: int, name: str | None
 ) -> None:
@@ -47,7 +66,7 @@ def render(
         st.caption("No version yet: the first save writes version 1.")
         return
     st.dataframe(
-        pd.DataFrame(versions),
+        pd.DataFrame(versions).fillna({"author": "unknown"}),
         hide_index=True,
         width="stretch",
         column_order=("version", "author", "created_at", "reason", "alternatives", "steps"),
@@ -70,7 +89,7 @@ def render(
             shown = changes if only else rows
             st.caption(f"Version {old} (left) → version {new} (right): {len(changes)} step change(s)")
             if shown:
-                st.dataframe(diff_frame(shown), hide_index=True, width="stretch")
+                show_diff(shown)
     if name is not None and len(numbers) > 1:
         cols = st.columns([2, 3])
         older = [n for n in numbers if n != current]
