@@ -26,11 +26,13 @@ COLUMNS = ("order", "text", "flags")
 
 def steps_frame(steps: list[ge.EditStep]) -> pd.DataFrame:
     """The grid of one alternative: order (a number; 2.5 puts a step between 2 and 3), text, flags."""
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         {"order": [float(i + 1) for i in range(len(steps))], "text": [s.text for s in steps],
          "flags": [", ".join(s.flags) for s in steps]},
         columns=list(COLUMNS),
     )  # fmt: skip
+    # Explicit types: an empty grid (a task without gold) would otherwise be float, not editable as text.
+    return frame.astype({"order": "float64", "text": "string", "flags": "string"})
 
 
 def frame_steps(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -41,10 +43,14 @@ def frame_steps(frame: pd.DataFrame) -> list[dict[str, Any]]:
     f = f.sort_values(["order", "_pos"], na_position="last", kind="stable")
     out = []
     for text, flags in zip(f["text"], f["flags"], strict=True):
-        text = "" if text is None or (isinstance(text, float) and pd.isna(text)) else str(text)
-        flags = "" if flags is None or (isinstance(flags, float) and pd.isna(flags)) else str(flags)
+        text = "" if _missing(text) else str(text)
+        flags = "" if _missing(flags) else str(flags)
         out.append({"text": text, "flags": [x for x in flags.split(",") if x.strip()]})
     return out
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
 
 
 class Draft:
