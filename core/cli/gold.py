@@ -9,11 +9,9 @@ import typer
 
 from core.cli import ui
 
-export_app = typer.Typer(help="Export data from the database.", no_args_is_help=True)
 gold_app = typer.Typer(help="Human gold: history of a task's versions, new gold sets.", no_args_is_help=True)
 
 
-@export_app.command("gold")
 def export_gold_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Gold set to export.")],
@@ -68,5 +66,7 @@ def new_set_cmd(
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
-    app.add_typer(export_app, name="export")
+    from core.cli.scoring import _export_group  # the one shared `export` group (`export eval` lives there)
+
+    _export_group(app).command("gold")(export_gold_cmd)
     app.add_typer(gold_app, name="gold")
