@@ -12,11 +12,13 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from core.gold_editing import history, version_content
 from core.importers.gold import import_gold
 from core.importers.opagent import find_task_files
 from core.paths import REPO_ROOT
-from core.store import Store
+from core.store import ShortLivedStore, Store
 
 N = 100
 
@@ -76,3 +78,41 @@ def test_two_savers_and_a_whole_run_import_lose_nothing(tasks_db: Path, shared_d
         n = store.query("SELECT count(DISTINCT task_id) FROM trajectories WHERE run = 'busy'")[0][0]
         assert n == len(find_task_files(run_dir)) > 0
         assert store.query("SELECT n_tasks FROM runs WHERE name = 'busy'")[0][0] == n
+
+
+def _other_process_can_write(db: Path) -> bool:
+    """Whether another process can open the file read-write right now (without waiting)."""
+    code = "import sys; from core.store import Store; Store(sys.argv[1], lock_timeout_s=0).close()"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-c", code, str(db)], env=env, capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("short", [True, False])
+def test_an_import_parses_with_the_file_closed(
+    tasks_db: Path, shared_data: Path, tmp_path: Path, monkeypatch, short
+):
+    """While the gold file is parsed, another process can write (ShortLivedStore); with the store held
+    open for the whole import, as before, it cannot. Both land the same rows."""
+    from core.importers import gold as gold_importer
+
+    db = tmp_path / "parse.duckdb"
+    shutil.copy(tasks_db, db)
+    seen: list[bool] = []
+    blocks = gold_importer.gold_blocks
+
+    def watching(rows, path):  # called between reading the file and the final transaction
+        seen.append(_other_process_can_write(db))
+        return blocks(rows, path)
+
+    monkeypatch.setattr(gold_importer, "gold_blocks", watching)
+    xlsx = shared_data / "human-gold" / "Golden Human Trajectories.xlsx"
+    if short:
+        store = ShortLivedStore(db)
+        gold_importer.import_gold(store, xlsx, "paper-gold")
+        assert store.holds  # the final transaction (and nothing during parsing) held the file
+    else:
+        with Store(db) as held:
+            gold_importer.import_gold(held, xlsx, "paper-gold")
+    assert seen == [short]
+    with Store(db, read_only=True) as s:
+        assert s.query("SELECT count(*) FROM gold_steps")[0][0] == len(gold_importer.read_gold_rows(xlsx))

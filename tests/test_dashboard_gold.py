@@ -4,11 +4,15 @@ and a read-only instance that shows no write control."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import dashboard.db
 from core import gold_editing as ge
 from core.paths import REPO_ROOT
 from core.store import Store
@@ -207,3 +211,31 @@ def test_triage_links_tasks_without_gold_to_the_gold_tab(monkeypatch, gold_db):
         ).all()
     )
     assert table[table["has_gold"]]["write_gold"].isna().all()
+
+
+def test_a_lock_that_outlasts_the_retry_is_one_line_and_keeps_the_draft(gold_tab, gold_db, monkeypatch):
+    at = gold_tab()
+    _edit(at, {"edited_rows": {0: {"text": "Click 'Close'"}}})
+    _reason(at).input("shorter").run()
+    # Another process holds the file (as an import's final transaction would) for longer than the retry.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from core.store import Store; s = Store(sys.argv[1]);"
+         " print('held', flush=True); time.sleep(30)", str(gold_db)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        monkeypatch.setattr(dashboard.db, "_open", lambda path: Store(path, lock_timeout_s=1.0))
+        at.button(key="gold-save").click().run()
+        _ok(at)
+        errors = [e.value for e in at.error]
+        assert len(errors) == 1 and "in use by another process" in errors[0] and "\n" not in errors[0]
+        assert at.session_state[_grid(at).key]["edited_rows"] == {0: {"text": "Click 'Close'"}}
+        assert _reason(at).value == "shorter"
+    finally:
+        holder.kill()
+        holder.wait()
+    at.button(key="gold-save").click().run()  # the lock is gone: the same draft saves
+    _ok(at)
+    with Store(gold_db, read_only=True) as s:
+        assert ge.version_content(s, "paper-gold", 101, 2)[0][0].text == "Click 'Close'"
