@@ -239,3 +239,13 @@ def test_a_lock_that_outlasts_the_retry_is_one_line_and_keeps_the_draft(gold_tab
     _ok(at)
     with Store(gold_db, read_only=True) as s:
         assert ge.version_content(s, "paper-gold", 101, 2)[0][0].text == "Click 'Close'"
+
+
+def test_an_untouched_draft_follows_a_newer_version(gold_tab, gold_db):
+    at = gold_tab()
+    with Store(gold_db) as s:
+        ge.save_gold(s, "paper-gold", 101, [["Click 'Directions'"]], "Bob", "bob's version", 1)
+    at.run()
+    _ok(at)
+    assert _grid(at).value["text"].tolist() == ["Click 'Directions'"]
+    assert not any("has been saved since" in w.value for w in at.warning)

@@ -76,9 +76,15 @@ class Draft:
     def start(self, base: int, alternatives: list[pd.DataFrame]) -> None:
         self._set("base", base)
         self._set("alts", [a.copy() for a in alternatives] or [steps_frame([])])
-        for alt in range(len(alternatives) + 8):
-            st.session_state.pop(f"{self.prefix}:edited:{alt}", None)
+        for key in [k for k in st.session_state if str(k).startswith(f"{self.prefix}:edited:")]:
+            del st.session_state[key]
         self._set("nonce", self._get("nonce", 0) + 1)
+        self._set("started_as", ge.clean_alternatives(self.alternatives()))
+
+    @property
+    def untouched(self) -> bool:
+        """Nothing edited since the draft was loaded (a newer version can simply replace it)."""
+        return ge.clean_alternatives(self.alternatives()) == self._get("started_as")
 
     def rebase(self, version: int) -> None:
         """The reviewer merged by hand: the draft is now based on `version`."""
@@ -219,6 +225,8 @@ def _editor(
 ) -> None:  # fmt: skip
     draft = Draft(run, task_id, gold_set)
     if not draft.exists:
+        draft.start(current_version, _content_frames(content))
+    if draft.base != current_version and draft.untouched:  # someone saved; nothing of ours to keep
         draft.start(current_version, _content_frames(content))
     if draft.base != current_version:
         _behind(draft, current_version, content)
