@@ -212,7 +212,11 @@ def render(run: str, task_id: int, episode: str | None) -> None:
     else:
         for alt, steps in enumerate(content):
             st.caption(f"Alternative {alt + 1}")
-            st.dataframe(steps_frame(steps), hide_index=True, width="stretch")
+            st.dataframe(
+                steps_frame(steps), hide_index=True, width="stretch",
+                column_config={"order": st.column_config.NumberColumn("#", format="%d", width="small"),
+                               "text": st.column_config.TextColumn("step", width="large")},
+            )  # fmt: skip
     gold_history.render(run, task_id, gold_set, versions, current_version, name if writable else None)
     if writable:
         with st.expander("New gold set"):
