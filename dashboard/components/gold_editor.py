@@ -271,7 +271,7 @@ def _editor(
         },
     )  # fmt: skip
     draft.keep(alt, edited)
-    _save(draft, gold_set, task_id, name, content)
+    _save(draft, gold_set, task_id, name, current_version, content)
 
 
 def _behind(draft: Draft, current_version: int, content: list[list[ge.EditStep]]) -> None:
@@ -297,8 +297,9 @@ def _behind(draft: Draft, current_version: int, content: list[list[ge.EditStep]]
 
 
 def _save(
-    draft: Draft, gold_set: str, task_id: int, name: str | None, content: list[list[ge.EditStep]]
-) -> None:
+    draft: Draft, gold_set: str, task_id: int, name: str | None, current_version: int,
+    content: list[list[ge.EditStep]],
+) -> None:  # fmt: skip
     mine = ge.clean_alternatives(draft.alternatives())
     dirty = mine != [list(alt) for alt in content]
     cols = st.columns([5, 1.4, 1.4], vertical_alignment="bottom")
@@ -315,7 +316,7 @@ def _save(
         help="Nothing changed" if not dirty else (f"Needs {missing}" if missing else "Writes a new version; older ones stay"),
     )  # fmt: skip
     if cols[2].button("Discard draft", key="gold-discard", disabled=not dirty):
-        draft.start(draft.base, _content_frames(content))
+        draft.start(current_version, _content_frames(content))
         st.rerun()
     if dirty:
         st.caption(":material/edit: Unsaved changes in your draft.")
