@@ -84,6 +84,9 @@ def save_gold_version(
 ) -> int:
     """Write the task's gold as a new version (highest + 1) and return it; older versions stay.
 
+    Unconditional (scripts, tests): reviewers save through `core.gold_editing.save_gold`, which refuses
+    a save based on a version that is no longer the current one.
+
     Step texts are whitespace-normalised and parsed like imported ones; empty texts and empty
     alternatives are dropped. Flags of imported rows are not carried over: an edit is human-written.
     """

@@ -107,6 +107,9 @@ def _step_text(row: dict[str, Any]) -> str:
     return row["executed_action"] or ""
 
 
+step_text = _step_text  # the readable sentence of a stored step (the gold editor's draft uses it too)
+
+
 def load_task_inputs(
     store: Store, run: str, gold_set: str | None, task_ids: Sequence[int] | None = None
 ) -> list[TaskInput]:

@@ -26,7 +26,7 @@ METRICS_PAGE = "views/metrics.py"
 
 # Triage filters travel with the task page so previous/next follow the reviewer's list.
 TRIAGE_KEYS = ("site", "verdict", "evaluator", "termination", "gold", "label", "q", "sort", "type", "hard")
-TASK_TABS = ("Steps", "Alignment", "Network", "Evaluation")
+TASK_TABS = ("Steps", "Alignment", "Network", "Evaluation", "Gold")
 
 
 # -- reading ---------------------------------------------------------------------------------------

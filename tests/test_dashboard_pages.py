@@ -110,7 +110,7 @@ def test_task_page_shows_verdict_steps_and_answer(open_page, demo_db):
     at = open_page(demo_db, TASK, run="agentlab-sample", task="191")
     text = _texts(at)
     assert "Task 191" in text and "$754.99" in text  # the agent's answer
-    assert at.tabs and [t.label for t in at.tabs] == ["Steps", "Alignment", "Network", "Evaluation"]
+    assert at.tabs and [t.label for t in at.tabs] == ["Steps", "Alignment", "Network", "Evaluation", "Gold"]
     assert "Step 0" in text and at.select_slider(key="url:step").value == 0
 
 

@@ -30,7 +30,7 @@ def import_agentlab_cmd(
 
     if not run.strip():
         raise InputError("--run", "must not be empty")
-    with ui.store_from(ctx) as store:
+    with ui.import_store(ctx) as store:
         with ui.progress_bar("reading episodes") as progress:
             summary = import_agentlab(
                 store, directory, run, agent=agent, model=model, paradigm=paradigm, workers=workers,

@@ -71,7 +71,7 @@ def import_tasks_cmd(
     """Load the 812 WebArena-Verified tasks (and optionally the original WebArena tasks)."""
     from core.datasets import import_tasks
 
-    with ui.store_from(ctx) as store:
+    with ui.import_store(ctx) as store:
         counts = import_tasks(store, path, original=original)
     for name, n in counts.items():
         ui.console.print(f"{name}: {n} tasks")
@@ -152,9 +152,9 @@ def demo(
 
 def _register_areas() -> None:
     # Each area adds its own commands; keeps this file free of area details.
-    from core.cli import agentlab, annotations, metrics, offline, review, scoring, trajectories, wav
+    from core.cli import agentlab, annotations, gold, metrics, offline, review, scoring, trajectories, wav
 
-    for area in (wav, scoring, agentlab, trajectories, metrics, offline, review, annotations):
+    for area in (wav, scoring, agentlab, trajectories, metrics, offline, review, annotations, gold):
         area.register(app, import_app)
 
 

@@ -38,7 +38,7 @@ def import_webarena_render_cmd(
     """Import original WebArena render_<id>.html files as one run, PASS/FAIL from the run's logs."""
     from core.importers.webarena_render import import_webarena_render
 
-    with ui.store_from(ctx) as store, ui.progress_bar("importing renders") as progress:
+    with ui.import_store(ctx) as store, ui.progress_bar("importing renders") as progress:
         s = import_webarena_render(
             store,
             directory,
@@ -71,7 +71,7 @@ def import_gold_cmd(
     """Import human gold trajectories (the paper's xlsx, or CSV/JSONL with the same columns)."""
     from core.importers.gold import import_gold
 
-    with ui.store_from(ctx) as store, ui.progress_bar("importing gold") as progress:
+    with ui.import_store(ctx) as store, ui.progress_bar("importing gold") as progress:
         s = import_gold(store, file, name, author=author, replace=replace, on_progress=progress)
     ui.print_table(
         f"gold set {s.gold_set}",
@@ -92,7 +92,7 @@ def import_jsonl_cmd(
     """Import a trajreview JSONL run (validated against the shipped JSON Schema; all or nothing)."""
     from core.importers.jsonl import import_jsonl
 
-    with ui.store_from(ctx) as store, ui.progress_bar("importing jsonl") as progress:
+    with ui.import_store(ctx) as store, ui.progress_bar("importing jsonl") as progress:
         s = import_jsonl(store, file, run, on_progress=progress)
     ui.console.print(
         f"run {s.run}: {s.n_tasks} tasks, {s.n_trajectories} trajectories, {s.n_steps} steps; "
@@ -115,7 +115,7 @@ def import_opagent_cmd(
     """Import OpAgent's per-task trajectory files as one run; each file's score is the run's verdict."""
     from core.importers.opagent import import_opagent
 
-    with ui.store_from(ctx) as store, ui.progress_bar("importing OpAgent files") as progress:
+    with ui.import_store(ctx) as store, ui.progress_bar("importing OpAgent files") as progress:
         s = import_opagent(
             store, directory, run, agent=agent, model=model, paradigm=paradigm, on_progress=progress
         )

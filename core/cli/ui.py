@@ -15,7 +15,7 @@ from rich.table import Table
 
 from core.errors import InputError
 from core.runs import Paradigm
-from core.store import Store, open_store
+from core.store import ShortLivedStore, Store, open_store
 
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
 console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
@@ -45,6 +45,17 @@ def db_path(ctx: typer.Context) -> Path | None:
 
 def store_from(ctx: typer.Context, *, read_only: bool = False) -> Store:
     return open_store(db_path(ctx), read_only=read_only)
+
+
+def import_store(ctx: typer.Context) -> ShortLivedStore:
+    """The store of a long import: the file is held only for each short read and the final transaction,
+    so the app can save while a whole run imports (core.store.ShortLivedStore)."""
+    from core.paths import default_db_path
+
+    path = db_path(ctx) or default_db_path()
+    with open_store(path):  # create and migrate it up front; a bad file fails before any parsing
+        pass
+    return ShortLivedStore(path)
 
 
 @contextmanager

@@ -29,7 +29,7 @@ def import_wav_run_cmd(
     """Import a WebArena-Verified run (agent responses + network traces) and score it officially."""
     from core.importers.wav_run import import_wav_run
 
-    with ui.store_from(ctx) as store:
+    with ui.import_store(ctx) as store:
         with ui.progress_bar("reading and scoring tasks") as progress:
             summary = import_wav_run(
                 store, path, run, config=config, agent=agent, model=model, paradigm=paradigm,  # type: ignore[arg-type]

@@ -27,6 +27,9 @@ from core.store import Store, insert_rows, utcnow
 from core.text import normalise_text
 
 COLUMNS = ("Task No.", "Step No.", "Text")
+# Optional fourth column written by `trajreview export gold`: the 1-based alternative of the row, so a
+# task's alternatives stay apart even as adjacent blocks. Without it, blocks separate alternatives.
+ALTERNATIVE_COLUMN = "Alternative"
 MAX_BYTES = 256 * 1024 * 1024  # a gold file, or an xlsx unpacked (the paper's: 0.7 MB unpacked)
 
 
@@ -36,6 +39,7 @@ class GoldRow:
     task_id: int | None  # None: continues the task above
     step_no: Any
     text: str
+    alternative: int | None = None  # from the Alternative column, when the file has one
 
 
 @dataclass
@@ -62,9 +66,19 @@ def _task_number(value: Any, path: Path, row: int) -> int | None:
     return int(number)
 
 
+def _alternative_number(value: Any, path: Path, row: int) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    number = _task_number(value, path, row) if not isinstance(value, int) else value
+    if not number or number < 1:
+        raise InputError(path, f"row {row}: Alternative {value!r} is not a number from 1")
+    return number
+
+
 def _check_header(header: list[Any], path: Path) -> None:
     names = [str(h).strip() if h is not None else "" for h in header]
-    if tuple(names[:3]) != COLUMNS or any(names[3:]):
+    extra = names[4:] if names[3:4] == [ALTERNATIVE_COLUMN] else names[3:]
+    if tuple(names[:3]) != COLUMNS or any(extra):
         raise InputError(
             path,
             f"expected the columns {', '.join(COLUMNS)}; found {', '.join(n for n in names if n) or 'none'}",
@@ -113,11 +127,11 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
-    yield 0, list(COLUMNS)  # JSONL names the columns in every object
+    yield 0, [*COLUMNS, ALTERNATIVE_COLUMN]  # JSONL names the columns in every object
     for number, obj in iter_jsonl(path):
         if not isinstance(obj, dict) or not set(COLUMNS) <= obj.keys():
             raise InputError(path, f"line {number}: expected an object with keys {', '.join(COLUMNS)}")
-        yield number, [obj[c] for c in COLUMNS]
+        yield number, [obj[c] for c in COLUMNS] + [obj.get(ALTERNATIVE_COLUMN)]
 
 
 def read_gold_rows(path: str | Path) -> list[GoldRow]:
@@ -140,13 +154,14 @@ def read_gold_rows(path: str | Path) -> list[GoldRow]:
             _check_header(values, path)
             header_seen = True
             continue
-        values = (values + [None, None, None])[:3]
+        values = (values + [None, None, None, None])[:4]
         if all(v is None or (isinstance(v, str) and not v.strip()) for v in values):
             continue
-        task, step, text = values
+        task, step, text, alternative = values
         rows.append(
-            GoldRow(number, _task_number(task, path, number), step, "" if text is None else str(text))
-        )
+            GoldRow(number, _task_number(task, path, number), step, "" if text is None else str(text),
+                    _alternative_number(alternative, path, number))
+        )  # fmt: skip
     if not header_seen:
         raise InputError(path, "empty file (no header row)")
     return rows
@@ -162,14 +177,25 @@ def _flags(step_no: Any) -> list[str]:
     try:
         float(text)
         return []
-    except ValueError:
-        return [text.lower()]
+    except ValueError:  # an exported step with several flags lists them comma-separated
+        return [f.strip().lower() for f in text.split(",") if f.strip()]
 
 
 def gold_blocks(rows: list[GoldRow], path: Path) -> dict[int, list[list[GoldRow]]]:
     """Rows grouped per task into alternatives: one alternative per block of consecutive rows."""
     tasks: dict[int, list[list[GoldRow]]] = {}
     current = None
+    if any(row.alternative is not None for row in rows):  # an exported file names each row's alternative
+        numbered: dict[int, dict[int, list[GoldRow]]] = {}
+        for row in rows:
+            task = row.task_id if row.task_id is not None else current
+            if task is None or row.alternative is None:
+                raise InputError(
+                    path, f"row {row.source_row}: needs a Task No. (or one above) and an Alternative"
+                )
+            numbered.setdefault(task, {}).setdefault(row.alternative, []).append(row)
+            current = task
+        return {task: [alts[a] for a in sorted(alts)] for task, alts in numbered.items()}
     for row in rows:
         task = row.task_id if row.task_id is not None else current
         if task is None:

@@ -76,6 +76,16 @@ def render(run: str, task_id: int, has_attempt: bool) -> None:
             done = write(run_task_metrics, run, task_id, gold_set)
             if done is not None:
                 st.rerun()
+    elif view.metrics.get("gold_version") != view.gold_version:
+        # The gold was edited after these metrics were computed (docs/reviewers.md, stale metrics).
+        st.warning(f"Stale: these metrics were computed against gold version {view.metrics.get('gold_version')}; "
+                   f"the gold is now at version {view.gold_version}. The Gold tab recomputes them.",
+                   icon=":material/update:")  # fmt: skip
+        recompute = not read_only() and st.button(
+            "Recompute for this task (offline judge)", key="recompute-stale"
+        )
+        if recompute and write(run_task_metrics, run, task_id, gold_set, preset) is not None:
+            st.rerun()
     _metrics_summary(view)
 
     def cell(value, limit: int | None = 400) -> str:

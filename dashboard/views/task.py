@@ -1,5 +1,6 @@
 """Task review: `?run=&task=&episode=&tab=&step=` — header, previous/next failed task, and the tabs
-Steps, Alignment, Network and Evaluation (only the open tab is built)."""
+Steps, Alignment, Network, Evaluation and Gold (only the open tab is built; Gold takes `goldset`,
+`galt`, `gfrom`, `gto`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dashboard import state
 from dashboard.components import (
     alignment_panel,
     evaluation_panel,
+    gold_editor,
     labels_panel,
     network_panel,
     steps_panel,
@@ -85,7 +87,7 @@ if attempts:
         )  # fmt: skip
 
 tabs = state.url_tabs(state.TASK_TABS, "tab")
-steps_tab, alignment_tab, network_tab, evaluation_tab = tabs
+steps_tab, alignment_tab, network_tab, evaluation_tab, gold_tab = tabs
 if steps_tab.open:
     with steps_tab:
         steps_panel.render(run, task_id, episode)
@@ -98,3 +100,6 @@ if network_tab.open:
 if evaluation_tab.open:
     with evaluation_tab:
         evaluation_panel.render(run, task_id, header)
+if gold_tab.open:
+    with gold_tab:
+        gold_editor.render(run, task_id, episode)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import streamlit as st
 
 from core.queries import triage as q
@@ -9,7 +11,7 @@ from dashboard import state
 from dashboard.components import labels_panel
 from dashboard.components.formatting import VERDICT_ICONS
 from dashboard.components.run_picker import pick_run
-from dashboard.db import read
+from dashboard.db import read, read_only
 
 st.title("Triage")
 run = pick_run()
@@ -58,11 +60,18 @@ if shown.empty:
     st.stop()
 
 view = shown.assign(verdict=[f"{VERDICT_ICONS.get(v, '')} {v}" for v in shown["verdict"]])
+# Tasks without gold link straight to the task page's Gold tab, to write one (not on a read-only instance).
+writable = not read_only()
+if writable:
+    view = view.assign(write_gold=[
+        None if has else "task?" + urlencode({"run": run, "task": int(t), "tab": "Gold"})
+        for t, has in zip(shown["task_id"], shown["has_gold"], strict=True)
+    ])  # fmt: skip
 # Keyed by the filter: a selection made in another filtered list never lands on this one's rows.
 picked = st.dataframe(
     view, hide_index=True, on_select="rerun", height=min(38 + 35 * len(view), 720), placeholder="–", selection_mode="single-row", key=f"triage-{run}-{flt.fingerprint()}",
     column_order=("task_id", "site", "verdict", "explanation", "failing_evaluators", "intent", "task_type", "termination", "steps",
-                  "has_gold", "ssr", "ear", "cannot_pass", "disagrees", "label", "problems", "verdict_source"),
+                  "has_gold", *(("write_gold",) if writable else ()), "ssr", "ear", "cannot_pass", "disagrees", "label", "problems", "verdict_source"),
     column_config={
         "task_id": st.column_config.NumberColumn("task", format="%d", width="small"),
         "intent": st.column_config.TextColumn("intent", width="medium"),
@@ -70,6 +79,8 @@ picked = st.dataframe(
         "failing_evaluators": st.column_config.TextColumn("failing evaluators"),
         "explanation": st.column_config.TextColumn("why it failed", width="large"),
         "has_gold": st.column_config.CheckboxColumn("gold"),
+        "write_gold": st.column_config.LinkColumn("write gold", display_text="✎ write gold",
+                                                  help="Open the task's Gold tab to write its gold"),
         "ssr": st.column_config.NumberColumn("SSR", format="%.2f"),
         "ear": st.column_config.NumberColumn("EAR", format="%.2f"),
         "cannot_pass": st.column_config.CheckboxColumn("cannot pass", help="the engine rejects the task's own answer"),
