@@ -25,6 +25,7 @@ import orjson
 import pyarrow as pa
 
 from core.errors import InputError
+from core.safe_files import LIMITS
 
 # The official suffix list (NetworkEvent.is_evaluation_event): these requests never count for evaluation.
 STATIC_ASSET_SUFFIXES = (
@@ -158,7 +159,7 @@ def _whole_har_entries(path: Path) -> list[dict] | None:
 
 # The largest `trace.network` read out of a zip (its declared size, which zipfile enforces while
 # reading): a compressed bomb is refused, never inflated, and not handed on to the engine either.
-MAX_ZIPPED_TRACE = 1 << 30
+MAX_ZIPPED_TRACE = LIMITS["network trace"]
 
 
 class TraceTooLarge(InputError):
