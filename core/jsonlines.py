@@ -23,7 +23,7 @@ def iter_jsonl(path: Path, kind: str = "jsonl") -> Iterator[tuple[int, Any]]:
     device is refused, never opened blocking)."""
     if not path.exists():
         raise InputError(path, "no such file")
-    handle = safe_files.open_binary(Path(path).resolve(), kind)
+    handle = safe_files.open_named(path, kind)
     with handle:
         number = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):

@@ -91,6 +91,21 @@ def check(path: str | Path, kind: str, *, root: str | Path | None = None) -> os.
     return st
 
 
+def check_named(path: str | Path, kind: str) -> os.stat_result:
+    """`check` for the one path a user names: a link of theirs is followed, the error names their path."""
+    path = Path(path)
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise InputError(path, f"cannot be resolved ({exc})") from None
+    try:
+        return check(target, kind)
+    except InputError as exc:
+        if target == path.absolute():
+            raise
+        raise type(exc)(path, f"{exc.reason} (it links to {target})") from None
+
+
 def inside(path: str | Path, root: str | Path) -> None:
     """UnsafeFile unless `path`, every link resolved, lies inside `root` (a linked parent folder too)."""
     try:
@@ -152,6 +167,12 @@ def read_bytes(path: str | Path, kind: str, *, root: str | Path | None = None) -
 def open_binary(path: str | Path, kind: str, *, root: str | Path | None = None) -> io.BufferedReader:
     """An open binary handle on a checked file (for streaming readers)."""
     return os.fdopen(_open_fd(Path(path), kind, root), "rb")
+
+
+def open_named(path: str | Path, kind: str) -> io.BufferedReader:
+    """An open binary handle on the one file a user names (see `check_named`)."""
+    check_named(path, kind)
+    return open_binary(Path(path).resolve(), kind)
 
 
 def open_text(path: str | Path, kind: str, *, root: str | Path | None = None) -> io.TextIOWrapper:

@@ -38,7 +38,7 @@ def run_directory(path: Path) -> Iterator[tuple[Path, list[Problem]]]:
     if not path.exists():
         raise InputError(path, "no such file or directory")
     # The archive the user named (a link to it is theirs to make) must be a regular file: a FIFO blocks.
-    safe_files.check(path.resolve(), "submission")
+    safe_files.check_named(path, "submission")
     if not tarfile.is_tarfile(path):
         raise InputError(path, "neither a run directory nor a submission .tar.gz")
     with tempfile.TemporaryDirectory(prefix="trajreview-wav-") as tmp:

@@ -233,11 +233,16 @@ def _thought(step: _Step) -> str | None:
 
 # -- one episode -----------------------------------------------------------------------------------
 def task_id_of(directory: Path, exp_args: dict[str, Any] | None = None) -> int | None:
-    match = _TASK_IN_NAME.search(directory.name)
-    if match is None and exp_args:
-        match = _TASK_IN_NAME.search(_str(_dict(exp_args.get("env_args")).get("task_name")) or "")
-    # An id beyond the INTEGER column is no task: the episode is skipped with a problem, not a DB error.
-    return int(match.group(1)) if match and safe_files.task_id_ok(int(match.group(1))) else None
+    """The task id in the directory name, else in exp_args' task name. An id beyond the INTEGER column
+    is no task id (the episode is then skipped with a problem, never a database error)."""
+    names = [directory.name]
+    if exp_args:
+        names.append(_str(_dict(exp_args.get("env_args")).get("task_name")) or "")
+    for name in names:
+        match = _TASK_IN_NAME.search(name)
+        if match and safe_files.task_id_ok(int(match.group(1))):
+            return int(match.group(1))
+    return None
 
 
 def _read_summary(directory: Path, problems: list[Problem], task_id: int | None) -> dict[str, Any] | None:

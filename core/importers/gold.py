@@ -156,7 +156,7 @@ def read_gold_rows(path: str | Path) -> list[GoldRow]:
         raise InputError(path, "no such file")
     # The file the user named (through a link of theirs if need be) must be a regular file: a FIFO
     # would block, a device never ends.
-    safe_files.check(path.resolve(), "gold")
+    safe_files.check_named(path, "gold")
     suffix = path.suffix.lower()
     readers: dict[str, Callable[[Path], Iterator[tuple[int, list[Any]]]]] = {
         ".xlsx": _xlsx_rows, ".csv": _csv_rows, ".jsonl": _jsonl_rows,
