@@ -126,7 +126,7 @@ def cli(repo: Path, db: Path, args: list[str], cwd: Path, timeout: float = TIME_
 def make_template(repo: Path, dest: Path) -> Path:
     """A database with the task dataset loaded, made by the CLI of `repo` (so its own schema)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    for args in (["init"], ["import", "tasks"]):
+    for args in (["init"], ["import", "tasks", "--original"]):  # what ensure_tasks would load
         code, _, stderr, _, _ = cli(repo, dest, args, dest.parent, timeout=300)
         if code != 0:
             raise RuntimeError(f"cannot build the template database: {stderr}")
