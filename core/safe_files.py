@@ -37,7 +37,7 @@ LIMITS: Final[dict[str, int]] = {
     "OpAgent task file": 64 * MB,  # real final_results/<id>.json ≤ 0.2 MB
     "step pickle": 64 * MB,  # real step_<n>.pkl.gz ≤ 0.35 MB (1.6 MB unpacked)
     "episode file": 16 * MB,  # summary_info.json, package_versions.txt, experiment.log head
-    "jsonl": 1024 * MB,  # a trajreview JSONL file: read line by line
+    "jsonl": 256 * MB,  # a trajreview JSONL file: every trajectory is held until the one transaction
     "gold": 256 * MB,
     "submission": 4096
     * MB,  # a submission .tar.gz on disk (812 real tasks: ~1 GB unpacked)  # the paper's gold xlsx: 0.1 MB

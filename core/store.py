@@ -219,11 +219,16 @@ def insert_rows(
         return 0
     view = f"_insert_{table}_{threading.get_ident()}"
     cur.register(view, data)
+    cols = ", ".join(f'"{c}"' for c in data.column_names)
     try:
-        cols = ", ".join(f'"{c}"' for c in data.column_names)
         cur.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM "{view}"')
-    finally:
-        cur.unregister(view)
+    except BaseException:
+        # A failed INSERT aborts the transaction, and unregistering then fails with "Current transaction
+        # is aborted": that cleanup error must not replace the cause (a value out of range, ...).
+        with suppress(duckdb.Error):
+            cur.unregister(view)
+        raise
+    cur.unregister(view)
     return data.num_rows
 
 

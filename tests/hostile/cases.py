@@ -646,7 +646,7 @@ def jsonl_cases() -> list[Case]:
         case("fifo", lambda r: _fifo(r / "run.jsonl"), "refused"),
         case("link-to-fifo", lambda r: _link(r / "run.jsonl", _fifo(r / "pipe")), "refused"),
         case("70mb-line", lambda r: _HEADER + b'{"task_id": 5, "goal": "' + b"g" * (70 * MB) + b'"}', "refused"),
-        case("1100mb-sparse", lambda r: _sparse(r / "run.jsonl", 1100 * MB, _HEADER), "refused"),
+        case("300mb-sparse", lambda r: _sparse(r / "run.jsonl", 300 * MB, _HEADER), "refused"),
         case("lone-surrogate", lambda r: _HEADER + b'{"task_id": 5, "goal": "\\ud800", "steps": []}\n', "refused"),
         case("task-id-beyond-integer", lambda r: _HEADER + b'{"task_id": 99999999999, "steps": []}\n', "refused"),
         case("task-id-huge", lambda r: _HEADER + b'{"task_id": ' + b"9" * 5000 + b', "steps": []}\n', "refused"),

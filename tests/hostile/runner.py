@@ -177,13 +177,14 @@ def run_case(case: Case, workdir: Path, template: Path, repo: Path, timeout: flo
 def table(results: list[Result]) -> str:
     """The issue's table: per importer and in total, how many cases ended how."""
     importers = sorted({r.case.importer for r in results})
-    header = ["importer", "tried", *OUTCOMES, "refused (of clean)"]
+    header = ["importer", "tried", *OUTCOMES, "refused (of clean)", "not as expected"]
     rows = []
     for importer in [*importers, "total"]:
         group = [r for r in results if importer in ("total", r.case.importer)]
         counts = [sum(1 for r in group if r.outcome == o) for o in OUTCOMES]
         refused = sum(1 for r in group if r.outcome == "clean" and r.returncode == 2)
-        rows.append([importer, str(len(group)), *map(str, counts), str(refused)])
+        unexpected = sum(1 for r in group if r.failures())
+        rows.append([importer, str(len(group)), *map(str, counts), str(refused), str(unexpected)])
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |"]
     lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
