@@ -189,6 +189,29 @@ def render_header_18mb(root: Path) -> list[str]:
     return ["import", "webarena-render", str(dest), "--run", "b"]
 
 
+def render_at_limit(root: Path) -> list[str]:
+    """A 60 MB render (the largest real one, 1.9 MB, its steps repeated): just under the render limit."""
+    src = shared_data_dir() / "webarena-render" / "HuiyuanYan__webarena" / "results" / "render_9.html"
+    html = src.read_text(encoding="utf-8", errors="replace")
+    cut = html.index("</pre>") + len("</pre>")  # after the header: the steps
+    head, steps = html[:cut], html[cut:]
+    dest = _render_dir(root)
+    (dest / "render_9.html").write_text(head + steps * (60 * MB // len(steps)), encoding="utf-8")
+    return ["import", "webarena-render", str(dest), "--run", "b"]
+
+
+def gold_csv_at_limit(root: Path) -> list[str]:
+    """A 60 MB gold CSV (812 tasks, many alternatives of real-length steps): just under the gold limit."""
+    path = root / "gold.csv"
+    row = "click [1234] where [1234] is link 'Sales' and then type [5678] [yoga pants] [1] to search it"
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("Task No.,Step No.,Text\n")
+        per_task = 60 * MB // 812 // (len(row) + 10)  # one block of steps per task
+        for task in range(812):
+            handle.writelines(f"{task},{step},{row}\n" for step in range(1, per_task + 1))
+    return ["import", "gold", str(path), "--name", "g"]
+
+
 def render_fifo_and_1gb(root: Path) -> list[str]:
     """A FIFO in place of a render and a 1 GB (sparse) render next to a real one."""
     dest = _render_dir(root)
@@ -269,8 +292,10 @@ CASES: list[tuple[str, Callable[[Path], list[str]], Callable[[Path], list[str]]]
     ("pickle: 1 MiB str x 3000 refs", pickle_memo_3000x1mib, base_agentlab),
     ("pickle: 2^30 nested refs", pickle_nested_memo, base_agentlab),
     ("render header 18 MB", render_header_18mb, base_render),
+    ("render 60 MB (at the limit)", render_at_limit, base_render),
     ("render FIFO + 1 GB sparse", render_fifo_and_1gb, base_render),
     ("xlsx billion laughs", xlsx_billion_laughs, base_gold),
+    ("gold CSV 60 MB (at the limit)", gold_csv_at_limit, base_gold),
     ("JSONL 250 MB (at the limit)", jsonl_at_limit, base_jsonl),
 ]
 

@@ -38,7 +38,7 @@ LIMITS: Final[dict[str, int]] = {
     "step pickle": 64 * MB,  # real step_<n>.pkl.gz ≤ 0.35 MB (1.6 MB unpacked)
     "episode file": 16 * MB,  # summary_info.json, package_versions.txt, experiment.log head
     "jsonl": 256 * MB,  # a trajreview JSONL file: every trajectory is held until the one transaction
-    "gold": 256 * MB,
+    "gold": 64 * MB,  # the paper's gold xlsx: 0.1 MB (0.7 MB unpacked); every row is held in memory
     "submission": 4096
     * MB,  # a submission .tar.gz on disk (812 real tasks: ~1 GB unpacked)  # the paper's gold xlsx: 0.1 MB
 }
