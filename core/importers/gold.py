@@ -124,8 +124,11 @@ def _xlsx_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
 def _xml_reason(exc: BaseException) -> str:
     from defusedxml import DefusedXmlException
 
-    if isinstance(exc, DefusedXmlException):
-        return f"refused XML: {type(exc).__name__}, entity definitions are not read"
+    cause: BaseException | None = exc
+    while cause is not None:  # openpyxl wraps what the parser raised in a ValueError
+        if isinstance(cause, DefusedXmlException):
+            return f"refused XML: {type(cause).__name__}, entity definitions are not read"
+        cause = cause.__cause__ or cause.__context__
     return type(exc).__name__
 
 

@@ -39,6 +39,7 @@ class Case:
     build: Callable[[Path], list[str]]  # writes the input under the directory, returns the CLI args
     expect: str  # refused | problem | imported
     names: str  # what the error line or a problem must name (a file or folder name)
+    says: str = ""  # what the error line or that problem must also say (the reason), when it matters
 
 
 def shared() -> Path:
@@ -141,7 +142,8 @@ def wav_cases() -> list[Case]:
                        "problem", "network.har"))  # fmt: skip
     c.append(_wav_case("response-fifo", lambda r, t: _fifo(t / "agent_response.json"), "problem",
                        "agent_response.json"))  # fmt: skip
-    c.append(_wav_case("har-fifo", lambda r, t: _fifo(t / "network.har"), "problem", "network.har"))
+    c.append(_says(_wav_case("har-fifo", lambda r, t: _fifo(t / "network.har"), "problem", "network.har"),
+                   "FIFO"))  # fmt: skip
     c.append(_wav_case("har-fifo-scored", lambda r, t: _fifo(t / "network.har"), "problem", "network.har",
                        score=True))  # fmt: skip
     c.append(_wav_case("har-300mb-sparse", lambda r, t: _sparse(t / "network.har", 300 * MB, b'{"log":'),
@@ -390,11 +392,11 @@ def agentlab_cases() -> list[Case]:
              "imported", ""),
         case("step-builtins-eval", put("step_1.pkl.gz", lambda r: gzip.compress(
             f"cbuiltins\neval\n(S'open(\"{r / MARKER}\", \"w\")'\ntR.".encode())), "problem", "step_1.pkl.gz"),
-        case("step-memo-bomb-3000x1mib", put("step_1.pkl.gz", lambda r: _step_pickle(
+        _says(case("step-memo-bomb-3000x1mib", put("step_1.pkl.gz", lambda r: _step_pickle(
             {"action": "noop()", "obs": {}, "agent_info": {"chat_messages": [big] * 3000}})), "problem",
-            "step_1.pkl.gz"),
-        case("step-memo-bomb-nested", put("step_1.pkl.gz", lambda r: _nested_memo_bomb()), "problem",
-             "step_1.pkl.gz"),
+            "step_1.pkl.gz"), "shared references"),
+        _says(case("step-memo-bomb-nested", put("step_1.pkl.gz", lambda r: _nested_memo_bomb()), "problem",
+             "step_1.pkl.gz"), "shared references"),
         case("step-gzip-bomb", put("step_1.pkl.gz", lambda r: _gzip_zeros(200 * MB)), "problem",
              "step_1.pkl.gz"),
         case("step-truncated-gzip", put("step_1.pkl.gz", lambda r: gzip.compress(b"\x80\x04N.")[:10]),
@@ -715,7 +717,8 @@ def gold_cases() -> list[Case]:
         b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
         b'<row r="1"><c r="A1" t="inlineStr"><is><t>&xxe;</t></is></c></row></sheetData></worksheet>'
     )
-    c += [xlsx_case("xlsx-billion-laughs", lol), xlsx_case("xlsx-external-entity", xxe),
+    c += [_says(xlsx_case("xlsx-billion-laughs", lol), "refused XML"),
+          _says(xlsx_case("xlsx-external-entity", xxe), "refused XML"),
           xlsx_case("xlsx-broken-xml", b"<worksheet><sheetData><row><c")]  # fmt: skip
 
     def raw(name: str, file: str, data: Callable[[Path], bytes | Path], expect: str = "refused") -> Case:
@@ -739,6 +742,10 @@ def gold_cases() -> list[Case]:
         raw("csv-empty", "gold.csv", lambda r: b""),
     ]  # fmt: skip
     return c
+
+
+def _says(case: Case, reason: str) -> Case:
+    return Case(case.name, case.importer, case.build, case.expect, case.names, reason)
 
 
 def _xlsx(path: Path, sheet: bytes) -> None:

@@ -67,15 +67,17 @@ class Result:
                 out.append(f"expected one `error:` line, got {lines[:5]}")
             elif case.names and case.names not in lines[0]:
                 out.append(f"the error does not name {case.names!r}: {lines[0]}")
+            elif case.says and case.says not in lines[0]:
+                out.append(f"the error does not say {case.says!r}: {lines[0]}")
             if self.counts_after != self.counts_before:
                 out.append("the database changed on a refusal")
         else:
             if self.returncode != 0:
                 out.append(f"expected an import (exit 0), got exit {self.returncode}: {self.stderr[-400:]}")
             if case.expect == "problem" and not any(
-                case.names in f"{src} {msg}" for _, src, msg in self.problems
+                case.names in f"{src} {msg}" and case.says in msg for _, src, msg in self.problems
             ):
-                out.append(f"no problem recorded naming {case.names!r}: {self.problems[:5]}")
+                out.append(f"no problem recorded naming {case.names!r} ({case.says!r}): {self.problems[:5]}")
         return out
 
 
