@@ -255,13 +255,13 @@ def xlsx_billion_laughs(root: Path) -> list[str]:
 
 
 def jsonl_at_limit(root: Path) -> list[str]:
-    """A 250 MB trajreview JSONL file (just under its limit): 812 tasks x ~300 KB of steps."""
+    """A 120 MB trajreview JSONL file (just under its limit): 812 tasks x ~150 KB of steps."""
     path = root / "run.jsonl"
     step = {"url": "http://localhost:7770/", "thought": "t" * 200, "executed_action": "click [1234]",
             "observation": {"axtree": "[1234] link 'x'\n" * 1500}}  # fmt: skip
     with open(path, "wb") as handle:
         handle.write(b'{"agent": "a", "model": "m", "paradigm": "step_by_step"}\n')
-        line = {"task_id": 0, "steps": [step] * 12}
+        line = {"task_id": 0, "steps": [step] * 6}
         for task_id in range(812):
             line["task_id"] = task_id
             handle.write(orjson.dumps(line) + b"\n")
@@ -308,7 +308,7 @@ CASES: list[tuple[str, Callable[[Path], list[str]], Callable[[Path], list[str]]]
     ("render FIFO + 1 GB sparse", render_fifo_and_1gb, base_render),
     ("xlsx billion laughs", xlsx_billion_laughs, base_gold),
     ("gold CSV 60 MB (at the limit)", gold_csv_at_limit, base_gold),
-    ("JSONL 250 MB (at the limit)", jsonl_at_limit, base_jsonl),
+    ("JSONL 120 MB (at the limit)", jsonl_at_limit, base_jsonl),
 ]
 
 

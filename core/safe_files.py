@@ -37,7 +37,8 @@ LIMITS: Final[dict[str, int]] = {
     "OpAgent task file": 64 * MB,  # real final_results/<id>.json ≤ 0.2 MB
     "step pickle": 64 * MB,  # real step_<n>.pkl.gz ≤ 0.35 MB (1.6 MB unpacked)
     "episode file": 16 * MB,  # summary_info.json, package_versions.txt, experiment.log head
-    "jsonl": 256 * MB,  # a trajreview JSONL file: every trajectory is held until the one transaction
+    "jsonl": 128
+    * MB,  # a trajreview JSONL file: every trajectory is held until the one transaction (250 MB: 1.7 GB RSS)
     "gold": 64 * MB,  # the paper's gold xlsx: 0.1 MB (0.7 MB unpacked); every row is held in memory
     "submission": 4096
     * MB,  # a submission .tar.gz on disk (812 real tasks: ~1 GB unpacked)  # the paper's gold xlsx: 0.1 MB
