@@ -24,7 +24,9 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
+from core import redaction
 from core.errors import InputError
+from core.safe_files import LIMITS
 
 # The official suffix list (NetworkEvent.is_evaluation_event): these requests never count for evaluation.
 STATIC_ASSET_SUFFIXES = (
@@ -158,7 +160,7 @@ def _whole_har_entries(path: Path) -> list[dict] | None:
 
 # The largest `trace.network` read out of a zip (its declared size, which zipfile enforces while
 # reading): a compressed bomb is refused, never inflated, and not handed on to the engine either.
-MAX_ZIPPED_TRACE = 1 << 30
+MAX_ZIPPED_TRACE = LIMITS["network trace"]
 
 
 class TraceTooLarge(InputError):
@@ -485,15 +487,22 @@ def _parse_time(value: Any) -> datetime | None:
 _UTC = datetime.fromisoformat("2000-01-01T00:00:00+00:00").tzinfo
 
 
+def _secret_field(name: Any, value: Any) -> bool:
+    """A secret by its name (passwords, tokens, form keys) or by its value (core.redaction)."""
+    return isinstance(name, str) and (
+        bool(_SECRET_FIELD.search(name)) or redaction.secret_by_value(name, value)
+    )
+
+
 def _redact_fields(value: Any) -> Any:
-    """Replace the values of secret-looking keys (passwords, tokens, form keys) at any depth."""
+    """Replace the values of secret fields at any depth (a `credentials` object goes whole); strings
+    keep no well-known token shape (a JWT in a `data` field)."""
     if isinstance(value, dict):
-        return {
-            k: (REDACTED if isinstance(k, str) and _SECRET_FIELD.search(k) else _redact_fields(v))
-            for k, v in value.items()
-        }
+        return {k: (REDACTED if _secret_field(k, v) else _redact_fields(v)) for k, v in value.items()}
     if isinstance(value, list):
         return [_redact_fields(v) for v in value]
+    if isinstance(value, str):
+        return redaction.scrub_tokens(value)
     return value
 
 
@@ -518,6 +527,10 @@ class _Secrets:
             if len(v) >= _MIN_SECRET_LEN and v not in self.values:
                 self.values[v] = None
                 self.pattern = None
+
+    def scrub_all(self, text: str | None) -> str | None:
+        """`scrub`, then well-known token shapes (core.redaction) wherever they are."""
+        return redaction.scrub_tokens(self.scrub(text))
 
     def scrub(self, text: str | None) -> str | None:
         if not text or not self.values:
@@ -560,21 +573,20 @@ def _redact_url(url: str | None) -> str | None:
         url = _USERINFO.sub(r"\1:" + REDACTED + "@", url)
     if "?" in url or ";" in url or "#" in url:
         url = _SECRET_QUERY_PARAM.sub(lambda m: m.group(1) + REDACTED, url)
-        if "%" in url or "+" in url:
-            url = _URL_PARAM.sub(_redact_encoded_param, url)
-    return url
+        # Names compared percent-decoded; values by shape (signed URLs, OAuth codes, API keys).
+        url = _URL_PARAM.sub(_redact_encoded_param, url)
+    return redaction.scrub_tokens(url)
 
 
 def redact_report(value: Any) -> Any:
     """What the engine reports about trace events (URLs, post data), redacted by the rules of the
     stored events: URL passwords, secret query/fragment fields, values of secret-named fields."""
     if isinstance(value, str):
-        return _redact_url(value)
+        # A quoted request body (text/plain, a form) may carry `password=...` anywhere in its text.
+        return redaction.redact_text(_redact_url(value) or value, _SECRET_FIELD)
     if isinstance(value, dict):
         return {
-            k: REDACTED
-            if isinstance(k, str) and _SECRET_FIELD.search(k) and not isinstance(v, dict | list | None)
-            else redact_report(v)
+            k: REDACTED if _secret_field(k, v) and not isinstance(v, dict | list | None) else redact_report(v)
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):
@@ -583,8 +595,12 @@ def redact_report(value: Any) -> Any:
 
 
 def _redact_encoded_param(match: re.Match) -> str:
-    if _SECRET_FIELD.search(unquote_plus(match.group(2))):
-        return f"{match.group(1)}{match.group(2)}={REDACTED}"
+    name, value = match.group(2), match.group(3)
+    if value == REDACTED:
+        return match.group(0)
+    plain = unquote_plus(name) if "%" in name or "+" in name else name
+    if _secret_field(plain, unquote_plus(value) if "%" in value else value):
+        return f"{match.group(1)}{name}={REDACTED}"
     return match.group(0)
 
 
@@ -595,7 +611,7 @@ def _query_json(url: str) -> str | None:
         return None
     params: dict[str, Any] = {}
     for name, value in parse_qsl(query, keep_blank_values=True):
-        value = REDACTED if _SECRET_FIELD.search(name) else value
+        value = REDACTED if _secret_field(name, value) else redaction.scrub_tokens(value)
         if name in params:  # repeated parameter: keep every value, in order
             prior = params[name]
             params[name] = [*prior, value] if isinstance(prior, list) else [prior, value]
@@ -717,7 +733,7 @@ class NetworkEventsBuilder:
         redirect = response.get("redirectURL")
         mime = content.get("mimeType")
         post = _post_data(request) if "postData" in request else None
-        scrub = secrets.scrub
+        scrub = secrets.scrub_all
         self.rows.append(
             (
                 len(self),

@@ -8,17 +8,28 @@ from typing import Any
 
 import orjson
 
+from core import safe_files
 from core.errors import InputError
 
+# One line (one task's trajectory, or a gold step) is never read beyond this: a file without newlines
+# would otherwise be read whole, then parsed into several times its size.
+MAX_LINE_BYTES = 64 << 20
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed object) of each non-blank line; one-line InputError naming file and line."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below; lines are decoded by orjson
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+
+def iter_jsonl(path: Path, kind: str = "jsonl") -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) of each non-blank line; one-line InputError naming file and line.
+
+    The file the user named must be a regular file (a link of theirs is followed once; a FIFO or a
+    device is refused, never opened blocking)."""
+    if not path.exists():
+        raise InputError(path, "no such file")
+    handle = safe_files.open_named(path, kind)
     with handle:
-        for number, raw in enumerate(handle, start=1):
+        number = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise InputError(path, f"line {number}: longer than {MAX_LINE_BYTES >> 20} MB")
             if not raw.strip():
                 continue
             try:

@@ -267,7 +267,28 @@ def config_key(config: Path | dict | None) -> str:
 def _json(value: Any) -> str | None:
     if value is None:
         return None
-    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # a lone surrogate from the agent's JSON (`"\ud800"`): kept as its escape
+        return orjson.dumps(
+            _valid_strings(value), default=_valid_str, option=orjson.OPT_NON_STR_KEYS
+        ).decode()
+
+
+def _valid_str(value: Any) -> str:
+    from core.action_grammar.webarena import valid_text
+
+    return valid_text(str(value))
+
+
+def _valid_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return _valid_str(value)
+    if isinstance(value, dict):
+        return {_valid_strings(k) if isinstance(k, str) else k: _valid_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_valid_strings(v) for v in value]
+    return value
 
 
 def _task_score(

@@ -18,7 +18,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -174,7 +174,11 @@ class Store:
             try:
                 yield cur
             except BaseException:
-                cur.execute("ROLLBACK")
+                # The cause is what the user must see: a failing ROLLBACK ("Current transaction is
+                # aborted", a lost connection) must never replace it. DuckDB discards the transaction
+                # either way.
+                with suppress(duckdb.Error):
+                    cur.execute("ROLLBACK")
                 raise
             else:
                 cur.execute("COMMIT")
@@ -263,17 +267,48 @@ def insert_rows(
     Columns are matched by name, so a row may omit nullable columns. JSON columns take already
     serialized JSON text. Goes through Arrow: one vectorized INSERT instead of a statement per row.
     """
-    data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
+    if not isinstance(rows, pa.Table):
+        rows = list(rows)
+        try:
+            data = pa.Table.from_pylist(rows, schema=schema)
+        except UnicodeEncodeError:  # a lone surrogate from a file (`"\ud800"` in JSON, a pickle)
+            data = pa.Table.from_pylist([_valid_row(row) for row in rows], schema=schema)
+    else:
+        data = rows
     if data.num_rows == 0:
         return 0
     view = f"_insert_{table}_{threading.get_ident()}"
     cur.register(view, data)
+    cols = ", ".join(f'"{c}"' for c in data.column_names)
     try:
-        cols = ", ".join(f'"{c}"' for c in data.column_names)
         cur.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM "{view}"')
-    finally:
-        cur.unregister(view)
+    except BaseException:
+        # A failed INSERT aborts the transaction, and unregistering then fails with "Current transaction
+        # is aborted": that cleanup error must not replace the cause (a value out of range, ...).
+        with suppress(duckdb.Error):
+            cur.unregister(view)
+        raise
+    cur.unregister(view)
     return data.num_rows
+
+
+def _valid_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row with lone surrogates in its text kept as their escapes (no store can hold them)."""
+    return {key: _valid_value(value) for key, value in row.items()}
+
+
+def _valid_value(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, list):
+        return [_valid_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _valid_value(v) for k, v in value.items()}
+    return value
 
 
 def open_store(path: str | Path | None = None, *, read_only: bool = False) -> Store:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
+from core import safe_files
 from core.errors import InputError
 from core.har import TRACE_FILES
 from core.runs import Problem
@@ -22,9 +23,10 @@ from core.runs import Problem
 AGENT_RESPONSE_FILE = "agent_response.json"
 SUBMISSION_SUMMARY = "summary.json"
 _SUBMISSION_MEMBER = re.compile(
-    r"^(?:[^/]+/)?(\d+)/(" + "|".join(map(re.escape, (AGENT_RESPONSE_FILE, *TRACE_FILES))) + ")$"
+    r"^(?:[^/]+/)?([0-9]{1,10})/(" + "|".join(map(re.escape, (AGENT_RESPONSE_FILE, *TRACE_FILES))) + ")$"
 )
-_MAX_EXTRACTED = 16 << 30  # a submission expanding beyond this is refused (decompression bomb)
+# A submission expanding beyond this is refused (decompression bomb): 812 tasks of real size take ~1 GB.
+_MAX_EXTRACTED = 4 << 30
 
 
 @contextmanager
@@ -33,8 +35,10 @@ def run_directory(path: Path) -> Iterator[tuple[Path, list[Problem]]]:
     if path.is_dir():
         yield path, []
         return
-    if not path.is_file():
+    if not path.exists():
         raise InputError(path, "no such file or directory")
+    # The archive the user named (a link to it is theirs to make) must be a regular file: a FIFO blocks.
+    safe_files.check_named(path, "submission")
     if not tarfile.is_tarfile(path):
         raise InputError(path, "neither a run directory nor a submission .tar.gz")
     with tempfile.TemporaryDirectory(prefix="trajreview-wav-") as tmp:
@@ -67,18 +71,31 @@ def _extract_submission(path: Path, dest: Path) -> list[Problem]:
                 match = _SUBMISSION_MEMBER.match(name.removeprefix("./"))
                 if not match:
                     continue
+                task_id = int(match.group(1))
+                if not safe_files.task_id_ok(task_id):
+                    problems.append(Problem(task_id=None, source_path=f"{path}:{name}", kind="not_a_task_dir",
+                                            message=f"{name}: task id out of range, skipped"))  # fmt: skip
+                    continue
                 if not member.isfile():
-                    problems.append(Problem(task_id=int(match.group(1)), source_path=f"{path}:{name}",
+                    problems.append(Problem(task_id=task_id, source_path=f"{path}:{name}",
                                             kind="unsafe_member",
                                             message=f"{name}: not a regular file (link or device), skipped"))  # fmt: skip
                     continue
+                kind = "agent response" if match.group(2) == AGENT_RESPONSE_FILE else "network trace"
+                if member.size > safe_files.LIMITS[kind]:
+                    # Not extracted, so neither our reader nor the engine ever sees it.
+                    limit = safe_files.LIMITS[kind] // safe_files.MB
+                    problems.append(Problem(task_id=task_id, source_path=f"{path}:{name}", kind="refused_file",
+                                            message=f"{name}: {member.size} bytes, more than the {limit} MB "
+                                            f"limit for a {kind} (docs/limits.md); skipped"))  # fmt: skip
+                    continue
                 total += member.size
                 if total > _MAX_EXTRACTED:
-                    raise InputError(path, "submission expands beyond 16 GiB; refusing to read it")
+                    raise InputError(path, "submission expands beyond 4 GiB; refusing to read it")
                 source = archive.extractfile(member)
                 if source is None:
                     continue
-                task_dir = dest / str(int(match.group(1)))
+                task_dir = dest / str(task_id)
                 task_dir.mkdir(exist_ok=True)
                 with source, (task_dir / match.group(2)).open("wb") as target:
                     shutil.copyfileobj(source, target, 1 << 20)

@@ -10,6 +10,7 @@ import openpyxl
 import orjson
 import pytest
 
+from core import safe_files
 from core.errors import InputError
 from core.gold_versions import current_gold, gold_versions, save_gold_version
 from core.importers import gold as gold_importer
@@ -255,6 +256,6 @@ def test_oversized_input_is_a_one_line_error(gold_store: Store, tmp_path: Path, 
     monkeypatch.setattr(gold_importer, "MAX_BYTES", bomb.stat().st_size * 2)
     with pytest.raises(InputError, match="unpacks to more than"):
         import_gold(gold_store, bomb, "b")
-    monkeypatch.setattr(gold_importer, "MAX_BYTES", long_field.stat().st_size - 1)
-    with pytest.raises(InputError, match="larger than"):
+    monkeypatch.setitem(safe_files.LIMITS, "gold", long_field.stat().st_size - 1)
+    with pytest.raises(InputError, match="more than the .* limit for a gold"):
         import_gold(gold_store, long_field, "l")

@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from core import safe_files
 from core.errors import InputError
-from core.importers import webarena_render
 from core.importers.webarena_render import import_webarena_render, parse_render
 from core.store import Store
 
@@ -342,9 +342,9 @@ def test_odd_encodings_names_and_sizes(tasks_store: Store, tmp_path: Path, monke
     (tmp_path / "render_3.html").write_bytes(codecs.BOM_UTF8 + html(3).encode("utf-8"))
     (tmp_path / "render_99999999999.html").write_text(html(1), encoding="utf-8")
     (tmp_path / "render_4.html").write_text(html(4) * 3, encoding="utf-8")
-    monkeypatch.setattr(webarena_render, "_MAX_RENDER_BYTES", len(html(2).encode("utf-16")))
+    monkeypatch.setitem(safe_files.LIMITS, "render", len(html(2).encode("utf-16")))
     summary = import_webarena_render(tasks_store, tmp_path, "e")
     answers = dict(tasks_store.query("SELECT task_id, final_answer FROM trajectories WHERE run = 'e'"))
     assert answers == dict.fromkeys((1, 2, 3), "Quest Lumaflex™ Band")
     kinds = sorted((p.kind, p.task_id) for p in summary.problems)
-    assert kinds == [("bad_file_name", None), ("encoding", 1), ("encoding", 2), ("not_a_render", 4)]
+    assert kinds == [("bad_file_name", None), ("encoding", 1), ("encoding", 2), ("refused_file", 4)]

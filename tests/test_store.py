@@ -147,3 +147,12 @@ def test_threads_share_one_store_without_losing_writes(store):
     assert store.query("SELECT run, count(*) FROM import_problems GROUP BY run ORDER BY run") == [
         (f"t{t}", 25) for t in range(4)
     ]
+
+
+def test_a_failed_insert_shows_its_cause_not_the_cleanup_error(store: Store):
+    """A value the database cannot hold aborts the transaction; the cleanup after it (unregistering
+    the Arrow view, ROLLBACK) must not replace the cause with "Current transaction is aborted"."""
+    row = {"run": "r", "task_id": 99_999_999_999, "kind": "k", "message": "m", "source_path": "p"}
+    with pytest.raises(duckdb.ConversionException, match="out of range"), store.transaction() as cur:
+        insert_rows(cur, "import_problems", [row])
+    assert store.query("SELECT count(*) FROM import_problems") == [(0,)]

@@ -18,8 +18,12 @@ from core.runs import Paradigm
 from core.store import ShortLivedStore, Store, open_store
 
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
-console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
-err_console = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200)
+# Run names, gold-set names, file names and agent text are data: with markup off for every print, a
+# name like `[/bad]` prints as itself instead of raising MarkupError after an import has committed.
+console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200, markup=False, highlight=False)
+err_console = Console(
+    stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200, markup=False, highlight=False
+)
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -62,7 +66,7 @@ def import_store(ctx: typer.Context) -> ShortLivedStore:
 def progress_bar(description: str) -> Iterator[ProgressCallback]:
     """A rich progress bar driven by a `(done, total)` callback that core functions accept."""
     with Progress(
-        TextColumn("[bold]{task.description}"),
+        TextColumn("{task.description}", markup=False, style="bold"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

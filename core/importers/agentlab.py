@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field
 
-from core import safe_pickle
+from core import safe_files, safe_pickle
 from core.action_grammar import ParsedAction, is_na_answer
 from core.action_grammar.browsergym import answer_call, parse_action, stated_action
 from core.errors import InputError
@@ -35,7 +35,7 @@ from core.runs import Problem, RunMeta, StepRecord, TrajectoryRecord
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "agentlab"
-_TASK_IN_NAME = re.compile(r"webarena\.(\d+)")
+_TASK_IN_NAME = re.compile(r"webarena\.([0-9]{1,12})(?![0-9])")
 # BrowserGym writes `step_{n}` with n in ASCII digits, no leading zero; `\d` would also take `step_01`
 # and `step_١` (Arabic-Indic one): a second copy of a step under another name.
 _STEP_FILE = re.compile(r"^step_(0|[1-9][0-9]{0,5})\.pkl\.gz$")
@@ -77,7 +77,7 @@ class ImportSummary(BaseModel):
 
 def _regular_file(path: Path) -> bool:
     """A file of the episode itself: a symlink could point anywhere (a key file shown as a screenshot)."""
-    return path.is_file() and not path.is_symlink()
+    return safe_files.is_regular(path)
 
 
 # -- plain-data accessors: values from a hostile pickle may be of any type -----------------------
@@ -233,10 +233,16 @@ def _thought(step: _Step) -> str | None:
 
 # -- one episode -----------------------------------------------------------------------------------
 def task_id_of(directory: Path, exp_args: dict[str, Any] | None = None) -> int | None:
-    match = _TASK_IN_NAME.search(directory.name)
-    if match is None and exp_args:
-        match = _TASK_IN_NAME.search(_str(_dict(exp_args.get("env_args")).get("task_name")) or "")
-    return int(match.group(1)) if match else None
+    """The task id in the directory name, else in exp_args' task name. An id beyond the INTEGER column
+    is no task id (the episode is then skipped with a problem, never a database error)."""
+    names = [directory.name]
+    if exp_args:
+        names.append(_str(_dict(exp_args.get("env_args")).get("task_name")) or "")
+    for name in names:
+        match = _TASK_IN_NAME.search(name)
+        if match and safe_files.task_id_ok(int(match.group(1))):
+            return int(match.group(1))
+    return None
 
 
 def _read_summary(directory: Path, problems: list[Problem], task_id: int | None) -> dict[str, Any] | None:
@@ -365,12 +371,15 @@ def read_episode(directory: str | Path, name: str | None = None) -> EpisodeRead:
     summary = _read_summary(directory, problems, task_id)
 
     step_files = sorted(
-        (int(m.group(1)), p) for p in directory.iterdir() if (m := _STEP_FILE.match(p.name)) and p.is_file()
+        (int(m.group(1)), p)
+        for p in directory.iterdir()
+        if (m := _STEP_FILE.match(p.name)) and os.path.lexists(p)
     )
-    for idx, path in [(i, p) for i, p in step_files if p.is_symlink()]:
+    for idx, path in [(i, p) for i, p in step_files if not safe_files.is_regular(p)]:
         step_files.remove((idx, path))
+        what = "a symbolic link, not followed" if path.is_symlink() else "not a regular file"
         problems.append(Problem(task_id=task_id, source_path=str(path), kind="bad_step_file",
-                                message=f"{directory.name}/{path.name}: a symbolic link, not followed; step skipped"))  # fmt: skip
+                                message=f"{directory.name}/{path.name}: {what}; step skipped"))  # fmt: skip
     steps: list[_Step] = []
     unreadable: list[str] = []
     for idx, path in step_files:

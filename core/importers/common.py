@@ -10,6 +10,7 @@ from typing import Any
 import duckdb
 import orjson
 
+from core.errors import InputError
 from core.runs import Problem, RunMeta, TrajectoryRecord, mark_answers
 from core.store import Store, insert_rows, utcnow
 
@@ -117,6 +118,18 @@ def import_run(
     network traces are then evaluated offline with WebArena's evaluators (core.offline_eval; well under
     a second for 812 tasks), in the same transaction.
     """
+    try:
+        _write_run(store, meta, trajectories, problems, extra_writes)
+    except (duckdb.ConversionException, duckdb.OutOfRangeException, duckdb.InvalidInputException) as exc:
+        # A value the database cannot hold that no importer check caught: the transaction is rolled
+        # back (nothing half-written) and the user gets the cause in one line, not a traceback.
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(
+            meta.source_path or meta.name, f"a value the database cannot hold ({reason})"
+        ) from None
+
+
+def _write_run(store, meta, trajectories, problems, extra_writes) -> None:
     from core.offline_eval.run import NO_TRACE_FORMATS, evaluate_offline_on
 
     with store.transaction() as cur:

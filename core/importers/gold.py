@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import math
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core import safe_files
 from core.action_grammar.webarena import gold_value, parse_gold_step
 from core.errors import InputError
 from core.jsonlines import iter_jsonl
+from core.safe_files import task_id_ok
 from core.store import Store, insert_rows, utcnow
 from core.text import normalise_text
 
@@ -30,7 +33,7 @@ COLUMNS = ("Task No.", "Step No.", "Text")
 # Optional fourth column written by `trajreview export gold`: the 1-based alternative of the row, so a
 # task's alternatives stay apart even as adjacent blocks. Without it, blocks separate alternatives.
 ALTERNATIVE_COLUMN = "Alternative"
-MAX_BYTES = 256 * 1024 * 1024  # a gold file, or an xlsx unpacked (the paper's: 0.7 MB unpacked)
+MAX_BYTES = 64 * 1024 * 1024  # an xlsx unpacked (the paper's: 0.7 MB); the file itself: core.safe_files
 
 
 @dataclass
@@ -59,10 +62,11 @@ def _task_number(value: Any, path: Path, row: int) -> int | None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
-        raise InputError(path, f"row {row}: Task No. {value!r} is not a task number") from None
-    if number != int(number) or number < 0:
-        raise InputError(path, f"row {row}: Task No. {value!r} is not a task number")
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(path, f"row {row}: Task No. {_shown(value)} is not a task number") from None
+    # inf and nan are floats too; an id beyond the INTEGER column is no WebArena task either.
+    if not math.isfinite(number) or number != int(number) or not task_id_ok(int(number)):
+        raise InputError(path, f"row {row}: Task No. {_shown(value)} is not a task number")
     return int(number)
 
 
@@ -73,6 +77,11 @@ def _alternative_number(value: Any, path: Path, row: int) -> int | None:
     if not number or number < 1:
         raise InputError(path, f"row {row}: Alternative {value!r} is not a number from 1")
     return number
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _check_header(header: list[Any], path: Path) -> None:
@@ -89,6 +98,7 @@ def _xlsx_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
     """Cell values of the first sheet. A formula cell is refused: its value is whatever the formula
     computes (or nothing, when no application cached a result), never a human-written step."""
     import openpyxl
+    from defusedxml import DefusedXmlException
 
     try:
         with zipfile.ZipFile(path) as archive:
@@ -97,21 +107,43 @@ def _xlsx_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
         raise InputError(path, f"not a readable xlsx file ({type(exc).__name__})") from None
     if unpacked > MAX_BYTES:
         raise InputError(path, f"unpacks to more than {MAX_BYTES >> 20} MB; not a gold file")
+    # openpyxl parses with defusedxml when it is installed (a dependency): entity expansion ("billion
+    # laughs") and external entities raise instead of expanding or reading files.
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=False)
     except Exception as exc:  # openpyxl raises many types for a broken or non-xlsx file
-        raise InputError(path, f"not a readable xlsx file ({type(exc).__name__})") from None
+        raise InputError(path, f"not a readable xlsx file ({_xml_reason(exc)})") from None
     try:
         sheet = book.worksheets[0]
-        for number, row in enumerate(sheet.iter_rows(), start=1):
+        rows = enumerate(sheet.iter_rows(), start=1)
+        while True:
+            try:  # the sheet's XML is parsed lazily, row by row: its errors come from here
+                number, row = next(rows)
+            except StopIteration:
+                break
+            except (DefusedXmlException, SyntaxError, ValueError, KeyError, TypeError, OverflowError) as exc:
+                raise InputError(path, f"not a readable xlsx sheet ({_xml_reason(exc)})") from None
             for cell in row:
                 if cell.data_type == "f":
                     raise InputError(
                         path, f"row {number}: cell {cell.coordinate} is a formula; save the sheet as values"
                     )
             yield number, [cell.value for cell in row]
+    except IndexError:
+        raise InputError(path, "not a readable xlsx file (no worksheet)") from None
     finally:
         book.close()
+
+
+def _xml_reason(exc: BaseException) -> str:
+    from defusedxml import DefusedXmlException
+
+    cause: BaseException | None = exc
+    while cause is not None:  # openpyxl wraps what the parser raised in a ValueError
+        if isinstance(cause, DefusedXmlException):
+            return f"refused XML: {type(cause).__name__}, entity definitions are not read"
+        cause = cause.__cause__ or cause.__context__
+    return type(exc).__name__
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
@@ -128,7 +160,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
     yield 0, [*COLUMNS, ALTERNATIVE_COLUMN]  # JSONL names the columns in every object
-    for number, obj in iter_jsonl(path):
+    for number, obj in iter_jsonl(path, "gold"):
         if not isinstance(obj, dict) or not set(COLUMNS) <= obj.keys():
             raise InputError(path, f"line {number}: expected an object with keys {', '.join(COLUMNS)}")
         yield number, [obj[c] for c in COLUMNS] + [obj.get(ALTERNATIVE_COLUMN)]
@@ -137,16 +169,17 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, list[Any]]]:
 def read_gold_rows(path: str | Path) -> list[GoldRow]:
     """Rows of a gold file (xlsx, csv or jsonl), header checked; fully blank rows dropped."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(path, "no such file")
+    # The file the user named (through a link of theirs if need be) must be a regular file: a FIFO
+    # would block, a device never ends.
+    safe_files.check_named(path, "gold")
     suffix = path.suffix.lower()
     readers: dict[str, Callable[[Path], Iterator[tuple[int, list[Any]]]]] = {
         ".xlsx": _xlsx_rows, ".csv": _csv_rows, ".jsonl": _jsonl_rows,
     }  # fmt: skip
     if suffix not in readers:
         raise InputError(path, "unsupported gold file type (expected .xlsx, .csv or .jsonl)")
-    if path.stat().st_size > MAX_BYTES:
-        raise InputError(path, f"larger than {MAX_BYTES >> 20} MB; not a gold file")
     rows: list[GoldRow] = []
     header_seen = False
     for number, values in readers[suffix](path):

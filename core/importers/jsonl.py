@@ -181,7 +181,7 @@ def import_jsonl(
 ) -> JsonlImportSummary:
     """Import a trajreview JSONL file as run `run` (replacing a run of that name); all or nothing."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(path, "no such file")
     header, tasks = read_jsonl(path)
     trajectories = _trajectories(path, tasks, on_progress)

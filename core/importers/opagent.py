@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from core import safe_files
 from core.action_grammar import is_na_answer
 from core.action_grammar.opagent import describe_opagent, parse_opagent_action, raw_action
 from core.datasets import ensure_tasks
@@ -42,7 +43,6 @@ VERDICT_SOURCE = "opagent-score"
 _FILE_NAME = re.compile(r"^(\d{1,9})\.json$")
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 _ASSISTANT = re.compile(r"<\|im_start\|>assistant\n(.*?)<\|im_end\|>", re.S)
-_MAX_FILE_BYTES = 64 * 1024 * 1024  # real files: ≤ 0.2 MB
 _MAX_TEXT = 100_000  # one stored text field (thought, instruction, answer); longer ones are clipped
 
 
@@ -138,7 +138,7 @@ class ScreenshotFinder:
             path = (self.folder / candidate).resolve()
             if not path.is_relative_to(self.root):  # a symlink pointing elsewhere
                 return None, f"screenshot {image_path[:200]!r} resolves outside the run directory; ignored"
-            if path.is_file():
+            if safe_files.is_regular(path):
                 return str(path), None
         return None, None
 
@@ -157,9 +157,7 @@ def _items(data: Any) -> list[dict[str, Any]]:
 def read_task_file(path: Path, root: Path, task_id: int) -> tuple[TrajectoryRecord, list[Problem]]:
     """One task file as a trajectory and the problems found in it; NotAnOpAgentFile/OSError/ValueError
     when the file cannot be read as a trajectory at all."""
-    if path.stat().st_size > _MAX_FILE_BYTES:
-        raise NotAnOpAgentFile(f"larger than {_MAX_FILE_BYTES >> 20} MB")
-    items = _items(orjson.loads(path.read_bytes()))
+    items = _items(orjson.loads(safe_files.read_bytes(path, "OpAgent task file", root=root)))
     problems: list[Problem] = []
 
     def problem(kind: str, message: str) -> None:
@@ -286,6 +284,8 @@ def import_opagent(
             reason = f"not valid JSON ({str(exc).splitlines()[0][:200]})"
         except NotAnOpAgentFile as exc:
             reason = f"not an OpAgent trajectory ({exc})"
+        except InputError as exc:  # a link, a FIFO, a file beyond the limit (core.safe_files)
+            reason = f"refused: {exc.reason}"
         except (OSError, RecursionError, MemoryError) as exc:
             reason = f"cannot be read ({type(exc).__name__})"
         else:

@@ -9,6 +9,7 @@ entries feed both `network_events` and the engine. The whole run is written in o
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -18,6 +19,7 @@ import orjson
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
+from core import safe_files
 from core.agent_response import AgentResponseCheck, agent_response_row, check_agent_response
 from core.datasets import ensure_tasks
 from core.errors import InputError
@@ -85,20 +87,28 @@ def _read_config(path: Path | None, run_dir: Path) -> dict | None:
     A config the engine rejects is a whole-file error, before any work. Returned as the user wrote it
     (stored, redacted, on `runs.config`), not in the engine's normalised form."""
     source = path if path is not None else run_dir / RUN_CONFIG_FILE
-    if path is None and not source.is_file():
+    if path is None and not os.path.lexists(source):
         return None
+    # A run's own config must be a regular file inside it; --config is the user's own file.
+    data = safe_files.read_bytes(source, "run config", root=run_dir if path is None else None)
     load_config(source)  # one-line InputError naming the file when unreadable or rejected
-    return orjson.loads(source.read_bytes())
+    return orjson.loads(data)
 
 
 # -- per task --------------------------------------------------------------------------------------
-def _read_response(task_dir: Path, task_id: int, problems: list[Problem]) -> AgentResponseCheck:
+def _read_response(task_dir: Path, task_id: int, problems: list[Problem]) -> AgentResponseCheck | None:
+    """The checked response; None when the file is refused (a link, a FIFO, too large): not scored."""
     file = task_dir / AGENT_RESPONSE_FILE
-    if not file.is_file():
+    if not os.path.lexists(file):
         problems.append(Problem(task_id=task_id, source_path=str(file), kind="missing_file",
                                 message=f"task {task_id}: no {AGENT_RESPONSE_FILE}"))  # fmt: skip
         return check_agent_response(None)
-    data = file.read_bytes()
+    try:
+        data = safe_files.read_bytes(file, "agent response", root=task_dir)
+    except InputError as exc:
+        problems.append(Problem(task_id=task_id, source_path=str(file), kind="refused_file",
+                                message=f"task {task_id}: {AGENT_RESPONSE_FILE} refused: {exc.reason}"))  # fmt: skip
+        return None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -112,11 +122,20 @@ def _read_response(task_dir: Path, task_id: int, problems: list[Problem]) -> Age
 
 
 def _read_task(run: str, task_dir: Path, task_id: int, problems: list[Problem]) -> _Task:
-    task = _Task(task_id=task_id, response=_read_response(task_dir, task_id, problems))
-    trace_file = next((task_dir / n for n in TRACE_FILES if (task_dir / n).is_file()), None)
+    response = _read_response(task_dir, task_id, problems)
+    task = _Task(task_id=task_id, response=response)
+    # The engine is handed only what our reader accepted: a refused response or trace is not scored.
+    response_ok = response is not None and safe_files.is_regular(task_dir / AGENT_RESPONSE_FILE)
+    trace_file = next((task_dir / n for n in TRACE_FILES if os.path.lexists(task_dir / n)), None)
     if trace_file is None:
         problems.append(Problem(task_id=task_id, source_path=str(task_dir), kind="missing_file",
                                 message=f"task {task_id}: no network trace ({', '.join(TRACE_FILES)})"))  # fmt: skip
+        return task
+    try:
+        safe_files.check(trace_file, "network trace", root=task_dir)
+    except InputError as exc:
+        problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="refused_file",
+                                message=f"task {task_id}: {trace_file.name} refused: {exc.reason}"))  # fmt: skip
         return task
     try:
         trace = parse_trace(trace_file, run, task_id)
@@ -127,7 +146,7 @@ def _read_task(run: str, task_dir: Path, task_id: int, problems: list[Problem]) 
             # Nothing is stored from it, but the official engine still judges the task (as an error,
             # or by its own more lenient reader): an import must give the status evaluate_task gives.
             task.trace_path = trace_file
-            task.scorable = (task_dir / AGENT_RESPONSE_FILE).is_file()
+            task.scorable = response_ok
         return task
     if trace.malformed:
         detail = ", ".join(f"{n} {what}" for what, n in trace.malformed.items())
@@ -141,7 +160,7 @@ def _read_task(run: str, task_dir: Path, task_id: int, problems: list[Problem]) 
     task.scoring_seqs = trace.scoring_seqs
     # A missing or undecodable response is scored as absent only if the file existed (official rule:
     # both files are required for an evaluation).
-    task.scorable = (task_dir / AGENT_RESPONSE_FILE).is_file()
+    task.scorable = response_ok
     return task
 
 
@@ -159,6 +178,10 @@ def _task_dirs(run_dir: Path, known: set[int], problems: list[Problem]) -> list[
                                     message=f"{child.name}: not a task directory (name is not a task id)"))  # fmt: skip
             continue
         task_id = int(child.name)
+        if not safe_files.task_id_ok(task_id):
+            problems.append(Problem(task_id=None, source_path=str(child), kind="not_a_task_dir",
+                                    message=f"{child.name[:40]}: task id out of range"))  # fmt: skip
+            continue
         if task_id not in known:
             problems.append(Problem(task_id=task_id, source_path=str(child), kind="unknown_task",
                                     message=f"task {task_id}: not in the tasks table"))  # fmt: skip

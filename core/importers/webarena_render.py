@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import codecs
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ from typing import Any
 import orjson
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from core import safe_files
 from core.action_grammar import ParsedAction, is_na_answer
 from core.action_grammar.webarena import (
     EARLY_STOP_PREFIX,
@@ -43,12 +45,15 @@ from core.datasets import ensure_tasks
 from core.errors import InputError
 from core.importers.common import import_run
 from core.runs import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.safe_files import task_id_ok
 from core.store import Store, insert_rows, utcnow
 
 SOURCE_FORMAT = "webarena-render"
-_RENDER_NAME = re.compile(r"^render_(\d+)\.html$")
-_TASK_LOG_NAME = re.compile(r"^task_(\d+)_.*\.log$")
-_CONFIG_ID = re.compile(r"(\d+)\.json\s*$")
+# ASCII digits only (`\d` takes any script's digits), and few enough that int() is cheap; ids beyond
+# the INTEGER column are refused where they are read (safe_files.task_id_ok).
+_RENDER_NAME = re.compile(r"^render_([0-9]{1,12})\.html$")
+_TASK_LOG_NAME = re.compile(r"^task_([0-9]{1,12})_.*\.log$")
+_CONFIG_ID = re.compile(r"(?<![0-9])([0-9]{1,12})\.json\s*$")
 _LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})")
 _SESSION_MODEL = re.compile(r"Starting new session \(model: ([^)\s]+)\)")
 _HEADER_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): ?(.*)$")
@@ -97,8 +102,6 @@ _STEP_ERROR_PREFIXES = ("The previous prediction you issued", "Attempt to perfom
 # Header values longer or deeper than this are kept as text, not literal_eval'd (real ones: ≤ 5.3 KB, depth 3).
 _MAX_LITERAL = 100_000
 _MAX_DEPTH = 20
-_MAX_RENDER_BYTES = 256 * 1024 * 1024  # real renders: ≤ 1.9 MB
-_MAX_TASK_ID = 2**31 - 1  # task_id columns are INTEGER
 # Header values RenderHelper writes with str(), never repr: kept as text even when they look like a literal.
 _TEXT_KEYS = frozenset({"intent", "intent_template", "start_url", "storage_state"})
 
@@ -209,16 +212,19 @@ def _jsonable(value: Any) -> Any:
 
 def parse_header(text: str) -> dict[str, Any]:
     """`key: value` lines (values as Python repr); a line without `key:` continues the previous value."""
-    raw: dict[str, str] = {}
+    # Lines are collected per key and joined once: `+=` on a dict value copies the whole value per
+    # line (an 18 MB header of continuation lines took minutes).
+    raw: dict[str, list[str]] = {}
     last = None
     for line in text.splitlines():
         match = _HEADER_KEY.match(line)
         if match and (match.group(1) not in raw):
             last = match.group(1)
-            raw[last] = match.group(2)
+            raw[last] = [match.group(2)]
         elif last is not None:
-            raw[last] += "\n" + line
-    return {key: value.strip() if key in _TEXT_KEYS else _literal(value) for key, value in raw.items()}
+            raw[last].append(line)
+    joined = {key: "\n".join(lines) for key, lines in raw.items()}
+    return {key: value.strip() if key in _TEXT_KEYS else _literal(value) for key, value in joined.items()}
 
 
 def decode_render(data: bytes) -> tuple[str, str]:
@@ -287,10 +293,19 @@ def _log_time(line: str) -> datetime | None:
     match = _LOG_TIME.match(line)
     if not match:
         return None
-    return datetime.strptime(f"{match.group(1)}.{match.group(2)}", "%Y-%m-%d %H:%M:%S.%f")
+    try:
+        return datetime.strptime(f"{match.group(1)}.{match.group(2)}", "%Y-%m-%d %H:%M:%S.%f")
+    except ValueError:  # an impossible date (month 13, 25 o'clock): no time, not a failed import
+        return None
 
 
-def read_log_results(paths: Sequence[Path]) -> tuple[dict[int, LogResult], Counter]:
+def _task_in_range(task: int | None) -> int | None:
+    return task if task is not None and task_id_ok(task) else None
+
+
+def read_log_results(
+    paths: Sequence[Path], problems: list[Problem] | None = None, root: Path | None = None
+) -> tuple[dict[int, LogResult], Counter]:
     """`[Result] (PASS|FAIL)` per task (the last one wins) and the models the logs name.
 
     The task id comes from a per-task log's file name, else from the result line's config path
@@ -300,13 +315,20 @@ def read_log_results(paths: Sequence[Path]) -> tuple[dict[int, LogResult], Count
     models: Counter = Counter()
     for path in sorted(paths):
         name_match = _TASK_LOG_NAME.match(path.name)
-        file_task = int(name_match.group(1)) if name_match else None
+        file_task = _task_in_range(int(name_match.group(1))) if name_match else None
         started: dict[int | None, datetime | None] = {}
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        try:
+            handle = safe_files.open_text(path, "log", root=root)
+        except InputError as exc:
+            if problems is not None:
+                problems.append(Problem(task_id=None, source_path=str(path), kind="refused_file",
+                                        message=f"{path}: log refused: {exc.reason}"))  # fmt: skip
+            continue
+        with handle:
             for line in handle:
                 if "[Config file]" in line:
                     config = _CONFIG_ID.search(line)
-                    task = file_task if file_task is not None else (int(config.group(1)) if config else None)
+                    task = file_task if file_task is not None else _config_task(config)
                     started[task] = _log_time(line)
                 elif "[Result] (" in line:
                     at = line.index("[Result] (") + len("[Result] (")
@@ -314,7 +336,7 @@ def read_log_results(paths: Sequence[Path]) -> tuple[dict[int, LogResult], Count
                     if verdict not in ("PASS", "FAIL"):
                         continue
                     config = _CONFIG_ID.search(line[at + 5 :])
-                    task = file_task if file_task is not None else (int(config.group(1)) if config else None)
+                    task = file_task if file_task is not None else _config_task(config)
                     if task is None:
                         continue
                     start, end = started.get(task), _log_time(line)
@@ -325,6 +347,10 @@ def read_log_results(paths: Sequence[Path]) -> tuple[dict[int, LogResult], Count
                     if model:
                         models[model.group(1)] += 1
     return results, models
+
+
+def _config_task(match: re.Match | None) -> int | None:
+    return _task_in_range(int(match.group(1))) if match else None
 
 
 def find_logs(root: Path) -> list[Path]:
@@ -342,23 +368,26 @@ def _all_logs(root: Path) -> list[Path]:
     return sorted({*root.rglob("*.log"), *root.rglob("merge_log.txt")})
 
 
-def read_error_file(path: Path) -> dict[int, str]:
+def read_error_file(path: Path, root: Path | None = None) -> dict[int, str]:
     """`error.txt` written by run.py: the last `[Unhandled Error]` line recorded per task config."""
     errors: dict[int, str] = {}
     task = None
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with safe_files.open_text(path, "error file", root=root) as handle:
         for line in handle:
             if line.startswith("[Config file]:"):
-                config = _CONFIG_ID.search(line)
-                task = int(config.group(1)) if config else None
+                task = _config_task(_CONFIG_ID.search(line))
             elif line.startswith("[Unhandled Error]") and task is not None:
                 errors[task] = line.strip()[:500]
     return errors
 
 
-def _read_json_config(path: Path, problems: list[Problem]) -> Any:
+def _read_json_config(path: Path, problems: list[Problem], root: Path) -> Any:
     try:
-        return orjson.loads(path.read_bytes())
+        return orjson.loads(safe_files.read_bytes(path, "run config", root=root))
+    except InputError as exc:
+        problems.append(Problem(task_id=None, source_path=str(path), kind="refused_file",
+                                message=f"{path}: config refused: {exc.reason}"))  # fmt: skip
+        return None
     except (orjson.JSONDecodeError, OSError) as exc:
         problems.append(Problem(task_id=None, source_path=str(path), kind="bad_json",
                                 message=f"{path}: not valid JSON ({exc})"))  # fmt: skip
@@ -476,7 +505,7 @@ def import_webarena_render(
             problems.append(Problem(task_id=None, source_path=str(path), kind="bad_file_name",
                                     message=f"{path}: not named render_<task_id>.html"))  # fmt: skip
             continue
-        if int(match.group(1)) > _MAX_TASK_ID:
+        if not task_id_ok(int(match.group(1))):
             problems.append(Problem(task_id=None, source_path=str(path), kind="bad_file_name",
                                     message=f"{path}: task id out of range"))  # fmt: skip
             continue
@@ -493,17 +522,21 @@ def import_webarena_render(
             raise InputError(log_root, "no *.log or merge_log.txt files found")
     else:
         log_paths = find_logs(root)
-    log_results, log_models = read_log_results(log_paths)
+    log_results, log_models = read_log_results(log_paths, problems, log_root if logs is not None else root)
 
     # Run metadata written next to the renders by run.py.
     folders = sorted({p.parent for _, p in named})
     config = None
     crashes: dict[Path, dict[int, str]] = {}
     for folder in folders:
-        if config is None and (folder / "config.json").is_file():
-            config = _read_json_config(folder / "config.json", problems)
-        if (folder / "error.txt").is_file():
-            crashes[folder] = read_error_file(folder / "error.txt")
+        if config is None and os.path.lexists(folder / "config.json"):
+            config = _read_json_config(folder / "config.json", problems, root)
+        if os.path.lexists(folder / "error.txt"):
+            try:
+                crashes[folder] = read_error_file(folder / "error.txt", root)
+            except InputError as exc:
+                problems.append(Problem(task_id=None, source_path=str(folder / "error.txt"),
+                                        kind="refused_file", message=f"{exc}"))  # fmt: skip
     if model is None and isinstance(config, dict) and isinstance(config.get("model"), str):
         model = config["model"]
     if model is None and log_models:
@@ -518,10 +551,12 @@ def import_webarena_render(
         if on_progress:
             on_progress(done, len(named))
         try:
-            if path.stat().st_size > _MAX_RENDER_BYTES:
-                raise NotARender(f"larger than {_MAX_RENDER_BYTES >> 20} MB")
-            html, encoding = decode_render(path.read_bytes())
+            html, encoding = decode_render(safe_files.read_bytes(path, "render", root=root))
             render = parse_render(html)
+        except InputError as exc:  # a link, a FIFO, a file beyond the render limit
+            problems.append(Problem(task_id=task_id, source_path=str(path), kind="refused_file",
+                                    message=f"{exc}"))  # fmt: skip
+            continue
         except NotARender as exc:
             problems.append(Problem(task_id=task_id, source_path=str(path), kind="not_a_render",
                                     message=f"{path}: not a WebArena render file ({exc})"))  # fmt: skip
