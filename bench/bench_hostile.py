@@ -110,6 +110,23 @@ def har_at_limit_dynamic(root: Path) -> list[str]:
     return har_at_limit(root, dynamic_only=True)
 
 
+def trace_network_at_limit(root: Path) -> list[str]:
+    """A 250 MB Playwright `trace.network` (resource-snapshot lines of the demo HAR's entries), scored:
+    the Playwright reader reads the file whole, unlike the streaming HAR reader."""
+    src = shared_data_dir() / "webarena-verified" / "demo-run" / "107" / "network.har"
+    lines = [
+        orjson.dumps({"type": "resource-snapshot", "snapshot": e})
+        for e in orjson.loads(src.read_bytes())["log"]["entries"]
+    ]
+    block = b"\n".join(lines) + b"\n"
+    run = _demo_task(root / "run")
+    (run / "107" / "network.har").unlink()
+    with open(run / "107" / "trace.network", "wb") as handle:
+        for _ in range(250 * MB // len(block)):
+            handle.write(block)
+    return _wav(run)
+
+
 class _Zeros(io.RawIOBase):
     def __init__(self, size: int):
         self.left = size
@@ -299,6 +316,7 @@ def base_jsonl(root: Path) -> list[str]:
 CASES: list[tuple[str, Callable[[Path], list[str]], Callable[[Path], list[str]]]] = [
     ("HAR 250 MB (at the limit), scored", har_at_limit, base_wav),
     ("HAR 250 MB, no static asset, scored", har_at_limit_dynamic, base_wav),
+    ("trace.network 250 MB, scored", trace_network_at_limit, base_wav),
     ("HAR 3 GiB in a tar.gz, scored", har_3gib_in_targz, base_wav),
     ("agent_response.json 200 MB", response_200mb, base_wav),
     ("pickle: 1 MiB str x 3000 refs", pickle_memo_3000x1mib, base_agentlab),

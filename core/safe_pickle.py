@@ -250,86 +250,44 @@ def _tuple_depth_bound(data: bytes) -> int:
     return 1 + len(kept) - n_tuple - n_mark + min(n_tuple, n_mark)
 
 
-def loads(data: bytes, limit: int | None = None) -> Any:
+def loads(data: bytes) -> Any:
     """Unpickle untrusted bytes into plain data and `Inert` stand-ins. Raises SafePickleError.
 
-    The result is refused when copying it out (JSON, joined text) would materialise more than `limit`
-    bytes (default MAX_MATERIALISED_BYTES), shared references counted every time: see `materialised_size`.
+    The result may share one object many times (the pickle memo): whoever copies it out counts what it
+    copies with a `Budget` (see MAX_MATERIALISED_BYTES); `to_plain` does.
     """
     depth = _tuple_depth_bound(data)
     if depth <= _INLINE_TUPLE_DEPTH:
-        obj = _load(data)
-    elif depth > _MAX_TUPLE_DEPTH:
+        return _load(data)
+    if depth > _MAX_TUPLE_DEPTH:
         raise SafePickleError(f"not a readable pickle (up to {depth} nested tuples; refused)")
-    else:
-        obj = _load_with_stack(data, _STACK_BASE + _STACK_PER_LEVEL * depth)
-    limit = MAX_MATERIALISED_BYTES if limit is None else limit
-    if materialised_size(obj, limit) > limit:
-        raise SafePickleError(
-            f"expands to more than {limit >> 20} MB when its shared references are copied out; refused"
-        )
-    return obj
+    return _load_with_stack(data, _STACK_BASE + _STACK_PER_LEVEL * depth)
 
 
 # A pickle's memo lets one 1 MiB string be referenced thousands of times for a few bytes each; copied
 # out (to_plain, JSON, a joined chat) every reference becomes a copy: a 15 KB step file made a 3 GiB
-# string. Real step files materialise to at most a few MB (docs/limits.md); this is far above that.
+# string. Real step files copy out at most 13 MB (docs/limits.md); this is ten times that. Counting
+# happens where data is copied, not by walking every loaded object (that walk doubled import CPU time).
 MAX_MATERIALISED_BYTES = 128 * 1024 * 1024
-# What one container or scalar costs besides its text: bounds the walk itself (a memo-shared tree of
+# What one container or scalar costs besides its text: bounds the work too (a memo-shared tree of
 # lists doubles per level) to limit / 64 visits.
 _NODE_COST = 64
 
 
-def materialised_size(obj: Any, limit: int = MAX_MATERIALISED_BYTES) -> int:
-    """Bytes `obj` takes once every shared reference is copied out, counted up to just past `limit`.
+class Budget:
+    """Bytes one pickle's data may still materialise; shared references are charged each time copied."""
 
-    Walks the object graph without recursion (nesting may be millions deep); a reference back to an
-    object on the current path (a cycle) is not followed, as `to_plain` writes "<cycle>" for it.
-    Allocates nothing per node (the collector would rescan a freshly loaded step on every batch).
-    """
-    total = 0
-    on_path: set[int] = set()
-    stack: list[Any] = [obj]
-    pop, push, extend = stack.pop, stack.append, stack.extend
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        while stack:
-            item = pop()
-            kind = type(item)
-            if kind is str or kind is bytes or kind is bytearray:
-                total += _NODE_COST + len(item)
-            elif item is _LEAVE:
-                on_path.discard(id(pop()))
-                continue
-            elif isinstance(item, dict | list | tuple | set | frozenset | Inert):
-                total += _NODE_COST
-                ident = id(item)
-                if ident in on_path:
-                    continue
-                on_path.add(ident)
-                push(item)
-                push(_LEAVE)
-                if isinstance(item, dict):
-                    extend(item.keys())
-                    extend(item.values())
-                elif isinstance(item, Inert):
-                    extend((item.args, item.state, item.items, item.mapping))
-                else:
-                    extend(item)
-                if total > limit:
-                    return total
-            else:
-                total += _NODE_COST
-            if total > limit:
-                return total
-    finally:
-        if was_enabled:
-            gc.enable()
-    return total
+    __slots__ = ("left", "limit")
 
+    def __init__(self, limit: int = MAX_MATERIALISED_BYTES) -> None:
+        self.limit = self.left = limit
 
-_LEAVE = object()  # stack marker: the container below it is left (no longer on the path)
+    def take(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise SafePickleError(
+                f"expands to more than {self.limit >> 20} MB when its shared references are copied out; refused"
+            )
 
 
 def _load_with_stack(data: bytes, stack_bytes: int) -> Any:
@@ -395,9 +353,14 @@ def load_path(path: str | Path, limit: int = MAX_DECOMPRESSED_BYTES) -> Any:
     return loads(raw)
 
 
-def to_plain(obj: Any, _seen: set[int] | None = None) -> Any:
-    """Stand-ins and containers as JSON-like data: {"__class__": name, "args", "state", ...}."""
+def to_plain(obj: Any, _seen: set[int] | None = None, budget: Budget | None = None) -> Any:
+    """Stand-ins and containers as JSON-like data: {"__class__": name, "args", "state", ...}.
+
+    Raises SafePickleError past `budget` (default MAX_MATERIALISED_BYTES): every shared reference is a copy.
+    """
     seen = set() if _seen is None else _seen
+    budget = Budget() if budget is None else budget
+    budget.take(_NODE_COST + (len(obj) if isinstance(obj, str | bytes | bytearray) else 0))
     if obj is None or isinstance(obj, str | int | float | bool):
         return obj
     if isinstance(obj, bytes | bytearray):
@@ -409,18 +372,18 @@ def to_plain(obj: Any, _seen: set[int] | None = None) -> Any:
         if isinstance(obj, Inert):
             out: dict[str, Any] = {"__class__": obj.qualname}
             if obj.args:
-                out["args"] = to_plain(list(obj.args), seen)
+                out["args"] = to_plain(list(obj.args), seen, budget)
             if obj.state is not None:
-                out["state"] = to_plain(obj.state, seen)
+                out["state"] = to_plain(obj.state, seen, budget)
             if obj.items:
-                out["items"] = to_plain(obj.items, seen)
+                out["items"] = to_plain(obj.items, seen, budget)
             if obj.mapping:
-                out["mapping"] = to_plain(obj.mapping, seen)
+                out["mapping"] = to_plain(obj.mapping, seen, budget)
             return out
         if isinstance(obj, dict):
-            return {str(k): to_plain(v, seen) for k, v in obj.items()}
+            return {str(k): to_plain(v, seen, budget) for k, v in obj.items()}
         if isinstance(obj, list | tuple | set | frozenset):
-            return [to_plain(v, seen) for v in obj]
+            return [to_plain(v, seen, budget) for v in obj]
         if isinstance(obj, datetime.date | datetime.time | datetime.timedelta):
             return str(obj)
         if isinstance(obj, type) and issubclass(obj, Inert):

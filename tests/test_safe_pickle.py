@@ -237,3 +237,14 @@ def test_a_deeply_nested_dict_key_does_not_crash_the_process(repo_root):
 def test_tuple_nesting_beyond_any_real_file_is_refused():
     with pytest.raises(SafePickleError, match="nested tuples"):
         safe_pickle.loads(_nested_tuple_key(safe_pickle._MAX_TUPLE_DEPTH + 1))
+
+
+def test_shared_references_count_each_time_they_are_copied_out():
+    """A pickle's memo shares one 1 MiB string 3,000 times in a few KB: copying it out must stop at
+    the budget, not build 3 GiB (the issue's segfault inside orjson.dumps)."""
+    data = pickle.dumps(["A" * (1 << 20)] * 3000, protocol=4)
+    assert len(data) < 2 << 20
+    obj = safe_pickle.loads(data)
+    with pytest.raises(safe_pickle.SafePickleError, match="shared references"):
+        safe_pickle.to_plain(obj)
+    assert len(safe_pickle.to_plain(safe_pickle.loads(pickle.dumps(["A" * 1000] * 30)))) == 30

@@ -154,8 +154,9 @@ class _Step(BaseModel):
     err_msg: str | None = None
 
 
-def _message_text(content: Any) -> str:
+def _message_text(content: Any, budget: safe_pickle.Budget) -> str:
     if isinstance(content, str):
+        budget.take(len(content))
         return content
     if isinstance(content, list | tuple):
         parts = []
@@ -166,12 +167,16 @@ def _message_text(content: Any) -> str:
                 parts.append(text if text is not None else f"[{_str(part.get('type')) or 'part'}]")
             elif isinstance(part, str):
                 parts.append(part)
+            budget.take(len(parts[-1]) if parts else 0)
         return "\n".join(parts)
     return ""
 
 
-def _chat(messages: Any) -> list[dict[str, str]]:
-    """The LLM conversation as [{role, text}]; plain strings alternate system, user, assistant, user..."""
+def _chat(messages: Any, budget: safe_pickle.Budget) -> list[dict[str, str]]:
+    """The LLM conversation as [{role, text}]; plain strings alternate system, user, assistant, user...
+
+    The texts are copied out (joined, then stored as JSON): a message the pickle shares a thousand times
+    is charged a thousand times to the step's budget (SafePickleError past it: the step is refused)."""
     if not isinstance(messages, list | tuple):
         return []
     out = []
@@ -179,10 +184,10 @@ def _chat(messages: Any) -> list[dict[str, str]]:
         as_dict = _dict(m)
         if as_dict:
             role = _str(as_dict.get("role")) or "unknown"
-            text = _message_text(as_dict.get("content", as_dict.get("message")))
+            text = _message_text(as_dict.get("content", as_dict.get("message")), budget)
         else:
             role = "system" if i == 0 else ("user" if i % 2 == 1 else "assistant")
-            text = _message_text(m)
+            text = _message_text(m, budget)
         out.append({"role": role, "text": text})
     return out
 
@@ -205,7 +210,7 @@ def _read_step(idx: int, obj: Any) -> _Step | None:
         idx=idx,
         action=_str(f.get("action")),
         think=_str(info.get("think")),
-        chat=_chat(info.get("chat_messages")),
+        chat=_chat(info.get("chat_messages"), safe_pickle.Budget()),
         has_obs=bool(obs),
         url=_str(obs.get("url")),
         axtree=_str(obs.get("axtree_txt")),

@@ -395,8 +395,12 @@ def agentlab_cases() -> list[Case]:
         _says(case("step-memo-bomb-3000x1mib", put("step_1.pkl.gz", lambda r: _step_pickle(
             {"action": "noop()", "obs": {}, "agent_info": {"chat_messages": [big] * 3000}})), "problem",
             "step_1.pkl.gz"), "shared references"),
-        _says(case("step-memo-bomb-nested", put("step_1.pkl.gz", lambda r: _nested_memo_bomb()), "problem",
-             "step_1.pkl.gz"), "shared references"),
+        # 2^30 references nested in lists the chat reader never copies out: imports, bounded.
+        case("step-memo-bomb-nested", put("step_1.pkl.gz", lambda r: _nested_memo_bomb()), "imported", ""),
+        _says(case("step-memo-bomb-chat-parts", put("step_1.pkl.gz", lambda r: _step_pickle(
+            {"action": "noop()", "obs": {}, "agent_info": {"chat_messages": [
+                {"role": "user", "content": [{"type": "text", "text": big}] * 3000}]}})), "problem",
+            "step_1.pkl.gz"), "shared references"),
         case("step-gzip-bomb", put("step_1.pkl.gz", lambda r: _gzip_zeros(200 * MB)), "problem",
              "step_1.pkl.gz"),
         case("step-truncated-gzip", put("step_1.pkl.gz", lambda r: gzip.compress(b"\x80\x04N.")[:10]),
