@@ -195,7 +195,9 @@ def test_read_only_shows_gold_and_history_but_no_write_control(gold_tab, gold_db
     assert any("change" in d.value.columns for d in at.dataframe)
 
 
-def test_triage_links_tasks_without_gold_to_the_gold_tab(monkeypatch, gold_db):
+def test_triage_links_tasks_without_gold_and_marks_stale_metrics(monkeypatch, gold_db):
+    with Store(gold_db) as s:
+        ge.save_gold(s, "paper-gold", 101, [["Click 'Go'"]], "Bob", "short", 1)
     monkeypatch.setenv("TRAJREVIEW_DB", str(gold_db))
     at = AppTest.from_file(APP, default_timeout=90)
     at.switch_page(TRIAGE)
@@ -249,3 +251,4 @@ def test_an_untouched_draft_follows_a_newer_version(gold_tab, gold_db):
     _ok(at)
     assert _grid(at).value["text"].tolist() == ["Click 'Directions'"]
     assert not any("has been saved since" in w.value for w in at.warning)
+    assert table[table["metrics_stale"]]["task_id"].tolist() == [101]
