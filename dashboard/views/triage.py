@@ -75,7 +75,7 @@ picked = st.dataframe(
         "failing_evaluators": st.column_config.TextColumn("failing evaluators"),
         "explanation": st.column_config.TextColumn("why it failed", width="large"),
         "has_gold": st.column_config.CheckboxColumn("gold"),
-        "write_gold": st.column_config.LinkColumn("write gold", display_text="✎ write gold",
+        "write_gold": st.column_config.LinkColumn("write gold", display_text="✎ write gold", width="medium",
                                                   help="Open the task's Gold tab to write its gold"),
         "ssr": st.column_config.NumberColumn("SSR", format="%.2f"),
         "ear": st.column_config.NumberColumn("EAR", format="%.2f"),
