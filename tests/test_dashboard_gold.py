@@ -213,6 +213,7 @@ def test_triage_links_tasks_without_gold_and_marks_stale_metrics(monkeypatch, go
         ).all()
     )
     assert table[table["has_gold"]]["write_gold"].isna().all()
+    assert table[table["metrics_stale"]]["task_id"].tolist() == [101]
 
 
 def test_a_lock_that_outlasts_the_retry_is_one_line_and_keeps_the_draft(gold_tab, gold_db, monkeypatch):
@@ -251,4 +252,3 @@ def test_an_untouched_draft_follows_a_newer_version(gold_tab, gold_db):
     _ok(at)
     assert _grid(at).value["text"].tolist() == ["Click 'Directions'"]
     assert not any("has been saved since" in w.value for w in at.warning)
-    assert table[table["metrics_stale"]]["task_id"].tolist() == [101]
