@@ -30,13 +30,23 @@ def _settle(page) -> None:
 
 
 def _edit_cell(page, row: int, text: str) -> None:
-    """Type over the step text of data row `row` (0-based): the grid is a canvas, so click by position;
-    typing on a selected cell replaces its content, Enter commits."""
+    """Replace the step text of data row `row` (0-based). The grid is a canvas: select the cell by
+    position, open its editor with Enter, fill the editor's text box, commit with Enter. The canvas
+    sometimes takes the first click as focus only (no editor opens): then try again."""
     grid = page.locator("[data-testid='stDataFrame']").first
-    box = grid.bounding_box()
-    page.mouse.click(box["x"] + 300, box["y"] + 35 + 35 * row + 17)
-    page.wait_for_timeout(300)
-    page.keyboard.type(text, delay=10)
+    editor = page.locator("textarea.gdg-input")
+    for attempt in range(3):
+        box = grid.bounding_box()
+        page.mouse.click(box["x"] + 300, box["y"] + 35 + 35 * row + 17)
+        page.wait_for_timeout(300)
+        page.keyboard.press("Enter")
+        try:
+            editor.first.wait_for(state="visible", timeout=3_000)
+            break
+        except Exception:
+            if attempt == 2:
+                raise
+    editor.first.fill(text)
     page.keyboard.press("Enter")
     page.get_by_text("Unsaved changes").first.wait_for(timeout=20_000)
     _settle(page)

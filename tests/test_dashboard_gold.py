@@ -195,7 +195,9 @@ def test_read_only_shows_gold_and_history_but_no_write_control(gold_tab, gold_db
     assert any("change" in d.value.columns for d in at.dataframe)
 
 
-def test_triage_links_tasks_without_gold_to_the_gold_tab(monkeypatch, gold_db):
+def test_triage_links_tasks_without_gold_and_marks_stale_metrics(monkeypatch, gold_db):
+    with Store(gold_db) as s:
+        ge.save_gold(s, "paper-gold", 101, [["Click 'Go'"]], "Bob", "short", 1)
     monkeypatch.setenv("TRAJREVIEW_DB", str(gold_db))
     at = AppTest.from_file(APP, default_timeout=90)
     at.switch_page(TRIAGE)
@@ -211,6 +213,7 @@ def test_triage_links_tasks_without_gold_to_the_gold_tab(monkeypatch, gold_db):
         ).all()
     )
     assert table[table["has_gold"]]["write_gold"].isna().all()
+    assert table[table["metrics_stale"]]["task_id"].tolist() == [101]
 
 
 def test_a_lock_that_outlasts_the_retry_is_one_line_and_keeps_the_draft(gold_tab, gold_db, monkeypatch):

@@ -58,6 +58,8 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
             FROM evaluator_results WHERE run = $run AND status <> 'success' GROUP BY task_id
         ),
         gold AS (SELECT DISTINCT task_id FROM gold_steps),
+        current_gold AS (SELECT task_id, max(version) AS version FROM gold_steps WHERE gold_set = $gold
+                         GROUP BY task_id),
         labels AS ({task_labels_sql()}),
         problems AS (SELECT task_id, count(*) AS n FROM import_problems WHERE run = $run GROUP BY task_id)
         SELECT v.task_id, k.site_key AS site, k.intent, v.verdict, v.verdict_source,
@@ -66,7 +68,8 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
                coalesce(e.explanation, e.error,
                         CASE WHEN v.verdict IN ('failure', 'error') THEN NULL END) AS explanation,
                t.termination, t.n_steps AS steps, g.task_id IS NOT NULL AS has_gold,
-               m.ssr, m.ear, coalesce(e.cannot_pass, false) AS cannot_pass,
+               m.ssr, m.ear, coalesce(m.gold_version < cg.version, false) AS metrics_stale,
+               coalesce(e.cannot_pass, false) AS cannot_pass,
                coalesce(e.offline_disagrees, false) AS disagrees, l.label,
                coalesce(t.final_answer, r.raw_text) AS answer, t.episode,
                coalesce(p.n, 0) AS problems
@@ -79,6 +82,7 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
         LEFT JOIN gold g ON g.task_id = v.task_id
         LEFT JOIN metrics m ON m.run = $run AND m.task_id = v.task_id AND m.gold_set = $gold
                             AND m.judge_config = $judge AND m.preset = $preset
+        LEFT JOIN current_gold cg ON cg.task_id = v.task_id
         LEFT JOIN labels l ON l.task_id = v.task_id
         LEFT JOIN problems p ON p.task_id = v.task_id
         ORDER BY v.task_id

@@ -71,7 +71,7 @@ if writable:
 picked = st.dataframe(
     view, hide_index=True, on_select="rerun", height=min(38 + 35 * len(view), 720), placeholder="–", selection_mode="single-row", key=f"triage-{run}-{flt.fingerprint()}",
     column_order=("task_id", "site", "verdict", "explanation", "failing_evaluators", "intent", "task_type", "termination", "steps",
-                  "has_gold", *(("write_gold",) if writable else ()), "ssr", "ear", "cannot_pass", "disagrees", "label", "problems", "verdict_source"),
+                  "has_gold", *(("write_gold",) if writable else ()), "ssr", "ear", "metrics_stale", "cannot_pass", "disagrees", "label", "problems", "verdict_source"),
     column_config={
         "task_id": st.column_config.NumberColumn("task", format="%d", width="small"),
         "intent": st.column_config.TextColumn("intent", width="medium"),
@@ -79,10 +79,12 @@ picked = st.dataframe(
         "failing_evaluators": st.column_config.TextColumn("failing evaluators"),
         "explanation": st.column_config.TextColumn("why it failed", width="large"),
         "has_gold": st.column_config.CheckboxColumn("gold"),
-        "write_gold": st.column_config.LinkColumn("write gold", display_text="✎ write gold",
+        "write_gold": st.column_config.LinkColumn("write gold", display_text="✎ write gold", width="medium",
                                                   help="Open the task's Gold tab to write its gold"),
         "ssr": st.column_config.NumberColumn("SSR", format="%.2f"),
         "ear": st.column_config.NumberColumn("EAR", format="%.2f"),
+        "metrics_stale": st.column_config.CheckboxColumn(
+            "stale", help="SSR/EAR were computed against an older version of the task's gold (edited since)"),
         "cannot_pass": st.column_config.CheckboxColumn("cannot pass", help="the engine rejects the task's own answer"),
         "problems": st.column_config.NumberColumn("import problems"),
         "label": st.column_config.TextColumn("reviewer labels", help="current labels on the task, its steps and events"),
