@@ -11,27 +11,14 @@ from dashboard import state
 from dashboard.charts import export_config, rate_bars
 from dashboard.components.downloads import table_downloads
 from dashboard.components.formatting import rate_with_ci
+from dashboard.components.run_picker import pick_runs
 from dashboard.db import read
 
 st.title("Breakdowns")
-names = read(rq.run_names)
-if names is None:
-    st.stop()
-if not names:
-    st.info("No runs imported yet: see the Runs page.")
-    st.stop()
-if not state.list_param("runs"):
-    state.set_param("runs", names[:3])
 cols = st.columns([5, 1.2])
-chosen = state.url_multiselect(cols[0], "Runs", names, "runs", help="The runs side by side; part of the URL.")
+chosen = pick_runs(cols[0], help="The runs side by side; part of the URL.")
 image = state.url_selectbox(cols[1], "Chart download", ("png", "svg"), "img", default="png",
                             help="Format of the camera button above each chart")  # fmt: skip
-unknown = [r for r in state.list_param("runs") if r not in names]
-if unknown:
-    st.warning(f"No run named {', '.join(map(repr, unknown))} in this database: left out.")
-if not chosen:
-    st.info("Choose one or more runs.")
-    st.stop()
 
 table = read(q.breakdowns, tuple(chosen))
 if table is None:

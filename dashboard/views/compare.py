@@ -15,6 +15,7 @@ from dashboard.charts import deltas, export_config
 from dashboard.components import task_header
 from dashboard.components.downloads import table_downloads
 from dashboard.components.formatting import pct, verdict_label
+from dashboard.components.run_picker import run_names_or_stop
 from dashboard.db import read
 
 
@@ -30,9 +31,7 @@ def _diff(d: float | None, low: float | None, high: float | None) -> str:
 
 
 st.title("Compare runs")
-names = read(rq.run_names)
-if names is None:
-    st.stop()
+names = run_names_or_stop()
 if len(names) < 2:
     st.info("Comparing needs two runs in the database: see the Runs page.")
     st.stop()

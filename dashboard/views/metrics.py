@@ -11,11 +11,11 @@ import streamlit as st
 
 from core.metrics_run import NULL_REASONS
 from core.queries import metrics_view as q
-from core.queries import runs as rq
 from dashboard import state
 from dashboard.charts import export_config, paradigm_bars
 from dashboard.components.downloads import table_downloads
 from dashboard.components.formatting import rate_with_ci
+from dashboard.components.run_picker import pick_runs
 from dashboard.db import read
 
 PARADIGMS = "Planning paradigms"
@@ -34,18 +34,7 @@ def _mean_ci(mean, low, high, n, digits: int = 3) -> str:
 
 
 st.title("Metrics")
-names = read(rq.run_names)
-if names is None:
-    st.stop()
-if not names:
-    st.info("No runs imported yet: see the Runs page.")
-    st.stop()
-if not state.list_param("runs"):
-    state.set_param("runs", names[:3])
-chosen = state.url_multiselect(st, "Runs", names, "runs", help="Deltas in Table 3 are against the first run.")
-if not chosen:
-    st.info("Choose one or more runs.")
-    st.stop()
+chosen = pick_runs(st, help="Deltas in Table 3 are against the first run.")
 choices = read(q.metric_choices, tuple(chosen))
 if choices is None:
     st.stop()
