@@ -19,7 +19,9 @@ def success_by_site(per_site: pd.DataFrame, title: str | None = None) -> go.Figu
     df = per_site[per_site["scored"] > 0].sort_values(["success_rate", "site"], ascending=[True, False])
     rate = df["success_rate"].astype(float) * 100
     labels = [
-        f"{site} · {s}/{n}" for site, s, n in zip(df["site"], df["successes"], df["scored"], strict=True)
+        # Escaped: plotly renders <a>, <b>, <br> … inside labels; the click keeps the raw site.
+        f"{html.escape(str(site))} · {s}/{n}"
+        for site, s, n in zip(df["site"], df["successes"], df["scored"], strict=True)
     ]
     fig = go.Figure(
         go.Bar(
@@ -34,7 +36,7 @@ def success_by_site(per_site: pd.DataFrame, title: str | None = None) -> go.Figu
         )
     )  # fmt: skip
     fig.update_layout(
-        title=title, height=60 + 30 * max(len(df), 1), margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        title=html.escape(title) if title else None, height=60 + 30 * max(len(df), 1), margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
         xaxis={"title": "success rate (%) with 95 % CI", "range": [0, 100]}, yaxis={"type": "category"},
         showlegend=False,
     )  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from urllib.parse import urlencode
 
 import orjson
 import pytest
@@ -23,6 +24,8 @@ if not chromium_available():
     pytest.skip("Debian chromium not installed (apt-get install chromium)", allow_module_level=True)
 
 HOSTILE = '<script>window.__xss = "script"</script><img src=x onerror="window.__xss = \'img\'">'
+# Plotly renders a few tags inside chart labels and titles (<a href> becomes a live link in the SVG).
+HOSTILE_NAME = '<a href="https://evil.example/">evil</a><b>bold</b>'
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +47,7 @@ def served(demo_db, tmp_path_factory):
     run_file.write_bytes(b"\n".join(orjson.dumps(line) for line in lines))
     with Store(db) as store:
         import_jsonl(store, run_file, "hostile-run")
+        import_jsonl(store, run_file, HOSTILE_NAME)
     with serve(db) as url:
         yield url, db
 
@@ -149,3 +153,16 @@ def test_hostile_agent_text_stays_text(served, path):
         page.goto(served + "/task?run=hostile-run&task=21")
         wait_idle(page)
         page.get_by_text("window.__xss", exact=False).first.wait_for(timeout=30_000)
+
+
+def test_hostile_run_name_stays_text_in_charts(served):
+    served, _ = served
+    with browser_page() as page:
+        page.goto(served + "/runs?" + urlencode({"chart": HOSTILE_NAME}))
+        wait_idle(page)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1000)
+        _no_exception(page)
+        assert page.locator('a[href*="evil.example"]').count() == 0
+        # The name is shown as its characters in the chart's title.
+        assert "evil.example" in page.locator(".js-plotly-plot .gtitle").first.text_content()
