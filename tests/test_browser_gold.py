@@ -35,17 +35,23 @@ def _edit_cell(page, row: int, text: str) -> None:
     sometimes takes the first click as focus only (no editor opens): then try again."""
     grid = page.locator("[data-testid='stDataFrame']").first
     editor = page.locator("textarea.gdg-input")
-    for attempt in range(3):
+    for attempt in range(4):
         box = grid.bounding_box()
         page.mouse.click(box["x"] + 300, box["y"] + 35 + 35 * row + 17)
         page.wait_for_timeout(300)
         page.keyboard.press("Enter")
         try:
             editor.first.wait_for(state="visible", timeout=3_000)
-            break
+            # Under load the grid can still be settling from the last rerun: its editor opens
+            # read-only (disabled). Close it, let the page settle, and open it again.
+            if editor.first.is_enabled():
+                break
+            page.keyboard.press("Escape")
+            _settle(page)
         except Exception:
-            if attempt == 2:
-                raise
+            pass
+        if attempt == 3:
+            raise AssertionError(f"the grid's editor for row {row} did not open for editing")
     editor.first.fill(text)
     page.keyboard.press("Enter")
     page.get_by_text("Unsaved changes").first.wait_for(timeout=20_000)

@@ -31,26 +31,30 @@ def test_two_savers_and_a_whole_run_import_lose_nothing(tasks_db: Path, shared_d
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     env.pop("TRAJREVIEW_DB", None)
     run_dir = shared_data / "oagent-run"
+
+    # The savers start first and are saving before the import begins, so the two really overlap
+    # (a saver's start-up alone can outlast a quick import on a loaded machine).
+    def saver(author: str, task: int) -> subprocess.Popen:
+        args = ["-m", "tests.gold_saver", str(db), "paper-gold", str(task), author, str(N), "0.06"]
+        # Unbuffered bytes: the first line is read before communicate(), which reads the pipe's file
+        # descriptor directly and would miss whatever a buffered reader had already taken.
+        return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                bufsize=0, env=env, cwd=REPO_ROOT)  # fmt: skip
+
+    savers = {(author, task): saver(author, task) for author, task in (("ann", 101), ("bob", 808))}
+    first_lines = {key: p.stdout.readline() for key, p in savers.items()}  # each is saving now
     started = time.time()
     importer = subprocess.Popen(
         [sys.executable, "-m", "core.cli.main", "--db", str(db), "import", "opagent", str(run_dir), "--run", "busy"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT,
     )  # fmt: skip
-    savers = {
-        (author, task): subprocess.Popen(
-            [sys.executable, "-m", "tests.gold_saver", str(db), "paper-gold", str(task), author, str(N)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=REPO_ROOT,
-        )  # fmt: skip
-        for author, task in (("ann", 101), ("bob", 808))
-    }
     finished: list[float] = []
     waiter = threading.Thread(target=lambda: (importer.wait(timeout=600), finished.append(time.time())))
     waiter.start()
-    outputs = {key: p.communicate(timeout=600) for key, p in savers.items()}
+    outputs = {}
+    for key, p in savers.items():
+        out, err = p.communicate(timeout=600)
+        outputs[key] = ((first_lines[key] + out).decode(), err.decode())
     imp_out, imp_err = importer.communicate(timeout=600)
     waiter.join()
 
