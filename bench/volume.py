@@ -13,6 +13,7 @@ first copy it puts the two heavy cases the dashboard targets name:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from core.demo import build_demo
 from core.importers.common import RUN_TABLES
+from core.paths import REPO_ROOT
 from core.store import Store
 
 SOURCE_RUN = "webarena-render-babelcloud"
@@ -43,10 +45,17 @@ def run_name(i: int) -> str:
 
 
 def _base_db() -> Path:
-    """The demo database, built once and reused by every benchmark of the session."""
-    base = _CACHE / "volume-base.duckdb"
+    """The demo database, built once and reused by every benchmark until the code that builds it changes
+    (keyed by a hash of core/: a base built by older importers or migrations is never measured)."""
+    digest = hashlib.sha256()
+    for source in sorted((REPO_ROOT / "core").rglob("*")):
+        if source.suffix in (".py", ".sql"):
+            digest.update(source.read_bytes())
+    base = _CACHE / f"volume-base-{digest.hexdigest()[:12]}.duckdb"
     if not base.exists():
         _CACHE.mkdir(parents=True, exist_ok=True)
+        for old in _CACHE.glob("volume-base*.duckdb"):
+            old.unlink()
         build_demo(base)
     return base
 
