@@ -30,6 +30,7 @@ from pathlib import Path
 import orjson
 
 from core.paths import REPO_ROOT, shared_data_dir
+from tests.hostile.cases import ZeroStream  # a tar member of any size, never held
 
 LIMIT_S = 60.0
 LIMIT_RSS_MB = 2048.0
@@ -127,20 +128,6 @@ def trace_network_at_limit(root: Path) -> list[str]:
     return _wav(run)
 
 
-class _Zeros(io.RawIOBase):
-    def __init__(self, size: int):
-        self.left = size
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        n = min(len(buffer), self.left)
-        buffer[:n] = bytes(n)
-        self.left -= n
-        return n
-
-
 def har_3gib_in_targz(root: Path) -> list[str]:
     """A 3 GiB HAR member in a tar.gz of a few MB (the issue's 12.5 GB RSS case), scored."""
     path = root / "sub.tar.gz"
@@ -153,7 +140,7 @@ def har_3gib_in_targz(root: Path) -> list[str]:
             archive.addfile(info, io.BytesIO(data))
         info = tarfile.TarInfo("sub/107/network.har")
         info.size = 3 << 30
-        archive.addfile(info, _Zeros(info.size))
+        archive.addfile(info, ZeroStream(info.size))
     return _wav(path)
 
 

@@ -57,3 +57,32 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     build_demo(path)
     return path
+
+
+@pytest.fixture
+def open_page(monkeypatch):
+    """Open one page of the app through AppTest on a database: `open_page(db, "views/task.py",
+    name="Ada", read_only=False, run=..., task=...)`; the page must run without an exception."""
+    from apptest_support import APP, NAME_KEY
+    from streamlit.testing.v1 import AppTest
+
+    def _open(
+        db_path, page: str | None = None, *, name: str | None = None, read_only: bool = False, **params
+    ):
+        monkeypatch.setenv("TRAJREVIEW_DB", str(db_path))
+        if read_only:
+            monkeypatch.setenv("TRAJREVIEW_READ_ONLY", "1")
+        else:
+            monkeypatch.delenv("TRAJREVIEW_READ_ONLY", raising=False)
+        at = AppTest.from_file(APP, default_timeout=120)
+        if page:
+            at.switch_page(page)
+        for key, value in params.items():
+            at.query_params[key] = value
+        if name:
+            at.session_state[NAME_KEY] = name
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    return _open

@@ -6,40 +6,11 @@ from __future__ import annotations
 
 import shutil
 
-import pytest
-from streamlit.testing.v1 import AppTest
+from apptest_support import page_texts
 
-from core.paths import REPO_ROOT
 from core.store import Store
 
-APP = str(REPO_ROOT / "dashboard" / "app.py")
 RUNS, TRIAGE, TASK = "views/runs.py", "views/triage.py", "views/task.py"
-
-
-@pytest.fixture
-def open_page(monkeypatch):
-    def _open(db_path, page: str | None = None, **params) -> AppTest:
-        monkeypatch.setenv("TRAJREVIEW_DB", str(db_path))
-        at = AppTest.from_file(APP, default_timeout=90)
-        if page:
-            at.switch_page(page)
-        for key, value in params.items():
-            at.query_params[key] = value
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
-    return _open
-
-
-def _texts(at: AppTest) -> str:
-    parts = [
-        e.value
-        for kind in ("markdown", "caption", "info", "warning", "error", "text", "code")
-        for e in getattr(at, kind)
-    ]
-    # Agent text reaches Markdown escaped (`task\\_type`): compare what the reviewer reads.
-    return "\n".join(str(p) for p in parts).replace("\\", "")
 
 
 def test_runs_page_lists_every_run_with_its_success_rate(open_page, demo_db):
@@ -55,16 +26,16 @@ def test_runs_page_lists_every_run_with_its_success_rate(open_page, demo_db):
         )[0]
     assert babel["scored"] == total and babel["success"].startswith(f"{100 * passed / total:.1f} %")
     assert f"of {total}" in babel["success"]  # every rate says how many tasks it covers
-    assert "multi-site tasks form their own bucket" in _texts(at)
+    assert "multi-site tasks form their own bucket" in page_texts(at)
     assert [t.label for t in at.tabs] == table["run"].tolist()[:3]  # one success-by-site tab per charted run
     assert len(at.get("plotly_chart")) == 1  # only the open tab builds its chart
 
 
 def test_empty_database_guides_on_every_page(open_page, tmp_path):
     Store(tmp_path / "empty.duckdb").close()
-    assert "No runs imported yet" in _texts(open_page(tmp_path / "empty.duckdb"))
-    assert "No runs imported yet" in _texts(open_page(tmp_path / "empty.duckdb", TRIAGE))
-    assert "Pick a task in Triage" in _texts(open_page(tmp_path / "empty.duckdb", TASK))
+    assert "No runs imported yet" in page_texts(open_page(tmp_path / "empty.duckdb"))
+    assert "No runs imported yet" in page_texts(open_page(tmp_path / "empty.duckdb", TRIAGE))
+    assert "Pick a task in Triage" in page_texts(open_page(tmp_path / "empty.duckdb", TASK))
 
 
 def test_missing_database_is_one_line_not_a_traceback(open_page, tmp_path):
@@ -85,7 +56,7 @@ def test_triage_filters_come_from_the_url(open_page, demo_db):
             ["webarena-render-babelcloud"],
         )[0][0]
     assert len(table) == expected
-    assert f"**{expected}** of 812 tasks" in _texts(at)
+    assert f"**{expected}** of 812 tasks" in page_texts(at)
 
 
 def test_triage_search_finds_intent_answer_and_task_id(open_page, demo_db):
@@ -103,12 +74,12 @@ def test_unknown_run_and_task_are_one_line_with_a_way_back(open_page, demo_db):
     at = open_page(demo_db, TASK, run="agentlab-sample", task="999")
     assert any("has no task 999" in e.value for e in at.error) and at.get("page_link")
     at = open_page(demo_db, TASK, run="agentlab-sample", task="not-a-number")
-    assert "Pick a task in Triage" in _texts(at)
+    assert "Pick a task in Triage" in page_texts(at)
 
 
 def test_task_page_shows_verdict_steps_and_answer(open_page, demo_db):
     at = open_page(demo_db, TASK, run="agentlab-sample", task="191")
-    text = _texts(at)
+    text = page_texts(at)
     assert "Task 191" in text and "$754.99" in text  # the agent's answer
     assert at.tabs and [t.label for t in at.tabs] == ["Steps", "Alignment", "Network", "Evaluation", "Gold"]
     assert "Step 0" in text and at.select_slider(key="url:step").value == 0
@@ -116,11 +87,11 @@ def test_task_page_shows_verdict_steps_and_answer(open_page, demo_db):
 
 def test_wav_task_explains_failure_and_shows_its_trace(open_page, demo_db):
     at = open_page(demo_db, TASK, run="wav-demo", task="107", tab="Network")
-    text = _texts(at)
+    text = page_texts(at)
     assert "task_type: expected RETRIEVE" in text  # the engine's sentence, in the header
     assert "50 of 359 events shown" in text  # static resources hidden by default
     at = open_page(demo_db, TASK, run="wav-demo", task="107", tab="Network", static="true")
-    assert "359 of 359 events shown" in _texts(at)
+    assert "359 of 359 events shown" in page_texts(at)
     at = open_page(demo_db, TASK, run="wav-demo", task="107", tab="Evaluation")
     assert any(e.label.endswith("AgentResponseEvaluator #0") for e in at.expander)
     assert at.get("download_button")
@@ -128,7 +99,7 @@ def test_wav_task_explains_failure_and_shows_its_trace(open_page, demo_db):
 
 def test_task_without_trace_says_so(open_page, demo_db):
     at = open_page(demo_db, TASK, run="agentlab-sample", task="162", tab="Network")
-    assert "No network trace for this task" in _texts(at)
+    assert "No network trace for this task" in page_texts(at)
 
 
 def test_task_without_gold_says_so(open_page, demo_db):
@@ -138,7 +109,7 @@ def test_task_without_gold_says_so(open_page, demo_db):
             " AND task_id NOT IN (SELECT task_id FROM gold_steps)"
         )[0]
     at = open_page(demo_db, TASK, run="webarena-render-babelcloud", task=str(task), tab="Alignment")
-    assert "No human gold for this task" in _texts(at)
+    assert "No human gold for this task" in page_texts(at)
 
 
 def test_alignment_joins_gold_and_agent_steps(open_page, demo_db):
@@ -164,9 +135,9 @@ def test_run_without_metrics_offers_to_compute_them(open_page, demo_db, tmp_path
         cur.execute("DELETE FROM metrics WHERE run = 'agentlab-sample'")
         cur.execute("DELETE FROM alignments WHERE run = 'agentlab-sample'")
     at = open_page(db, TASK, run="agentlab-sample", task="162", tab="Alignment")
-    assert "No stored metrics for this task" in _texts(at)
+    assert "No stored metrics for this task" in page_texts(at)
     at.button(key="compute-metrics").click().run()
     assert not at.exception
     with Store(db, read_only=True) as s:
         assert s.query("SELECT count(*) FROM metrics WHERE run = 'agentlab-sample'")[0][0] == 1
-    assert "No stored metrics for this task" not in _texts(at)
+    assert "No stored metrics for this task" not in page_texts(at)

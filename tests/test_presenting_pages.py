@@ -5,41 +5,15 @@ from __future__ import annotations
 
 import json
 
-import pytest
+from apptest_support import page_texts
 from streamlit.testing.v1 import AppTest
 
-from core.paths import REPO_ROOT
 from core.store import Store
 
-APP = str(REPO_ROOT / "dashboard" / "app.py")
 BREAKDOWNS, COMPARE, METRICS, TRIAGE = (
     "views/breakdowns.py", "views/compare.py", "views/metrics.py", "views/triage.py",
 )  # fmt: skip
 BABEL, OPAGENT = "webarena-render-babelcloud", "opagent"
-
-
-@pytest.fixture
-def open_page(monkeypatch):
-    def _open(db_path, page: str, **params) -> AppTest:
-        monkeypatch.setenv("TRAJREVIEW_DB", str(db_path))
-        at = AppTest.from_file(APP, default_timeout=120)
-        at.switch_page(page)
-        for key, value in params.items():
-            at.query_params[key] = value
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
-    return _open
-
-
-def _texts(at: AppTest) -> str:
-    parts = [
-        e.value
-        for kind in ("markdown", "caption", "info", "warning", "error", "text", "code")
-        for e in getattr(at, kind)
-    ]
-    return "\n".join(str(p) for p in parts).replace("\\", "")
 
 
 def _figure(at: AppTest) -> dict:
@@ -90,7 +64,7 @@ def test_breakdowns_default_and_unknown_run(open_page, demo_db):
     at = open_page(demo_db, BREAKDOWNS)
     assert len(at.multiselect(key="url:runs").value) == 3 and at.get("plotly_chart")
     at = open_page(demo_db, BREAKDOWNS, runs=["no-such-run", BABEL])
-    assert "No run named 'no-such-run'" in _texts(at)
+    assert "No run named 'no-such-run'" in page_texts(at)
 
 
 def test_triage_takes_the_breakdown_filters_from_the_url(open_page, demo_db):
@@ -110,7 +84,7 @@ def test_compare_cold_url_shows_outcomes_test_and_both_task_views(open_page, dem
     assert list(two_by_two.columns) == ["B passed", "B failed"]
     flips = next(d.value for d in at.dataframe if "outcome" in d.value.columns)
     assert set(flips["outcome"]) == {"B only"} and 29 in set(flips["task_id"])
-    text = _texts(at)
+    text = page_texts(at)
     assert text.count("Task 29") == 2  # both runs' task views, side by side
     links = [link.proto.page for link in at.get("page_link")]
     assert len(links) >= 2
@@ -120,7 +94,7 @@ def test_compare_defaults_same_run_and_unknown_run(open_page, demo_db):
     at = open_page(demo_db, COMPARE)
     assert at.selectbox(key="url:a").value != at.selectbox(key="url:b").value
     at = open_page(demo_db, COMPARE, a=BABEL, b=BABEL)
-    assert "Choose two different runs" in _texts(at)
+    assert "Choose two different runs" in page_texts(at)
     at = open_page(demo_db, COMPARE, a="nope", b=BABEL)
     assert any("No run named 'nope'" in e.value for e in at.error)
 

@@ -9,14 +9,11 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.paths import REPO_ROOT
 from core.store import Store
 from dashboard.db import fingerprint
 
-APP = str(REPO_ROOT / "dashboard" / "app.py")
 TRIAGE, TASK, JUDGE = "views/triage.py", "views/task.py", "views/judge.py"
 RUN = "opagent"
-NAME_KEY = "trajreview_reviewer_name"
 
 
 @pytest.fixture
@@ -32,27 +29,6 @@ def task_id(db) -> int:
         return s.query(
             "SELECT task_id FROM metrics WHERE run = ? AND n_agent > n_gold ORDER BY task_id LIMIT 1", [RUN]
         )[0][0]
-
-
-@pytest.fixture
-def open_page(monkeypatch):
-    def _open(db_path, page: str, *, name: str | None = None, read_only: bool = False, **params) -> AppTest:
-        monkeypatch.setenv("TRAJREVIEW_DB", str(db_path))
-        if read_only:
-            monkeypatch.setenv("TRAJREVIEW_READ_ONLY", "1")
-        else:
-            monkeypatch.delenv("TRAJREVIEW_READ_ONLY", raising=False)
-        at = AppTest.from_file(APP, default_timeout=120)
-        at.switch_page(page)
-        for key, value in params.items():
-            at.query_params[key] = value
-        if name:
-            at.session_state[NAME_KEY] = name
-        at.run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
-    return _open
 
 
 def _mark_controls(at: AppTest):

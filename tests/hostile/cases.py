@@ -308,7 +308,7 @@ def tar_cases() -> list[Case]:
                 archive.addfile(info, io.BytesIO(data))
             info = tarfile.TarInfo("sub/107/network.har")
             info.size = 300 * MB
-            archive.addfile(info, _Zeros(info.size))
+            archive.addfile(info, ZeroStream(info.size))
         return _wav_args(path, score=True)
 
     def truncated(root: Path) -> list[str]:
@@ -338,7 +338,7 @@ def tar_cases() -> list[Case]:
     return c
 
 
-class _Zeros(io.RawIOBase):
+class ZeroStream(io.RawIOBase):
     """`size` zero bytes, read in blocks (a tar member of any size without holding it)."""
 
     def __init__(self, size: int):
