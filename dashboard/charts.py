@@ -9,6 +9,8 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard.text import clip
+
 SUCCESS_COLOR = "#2f6fde"
 EVENT_COLORS = {"navigation": "#2f6fde", "mutation": "#e4572e", "other": "#9aa5b1"}
 
@@ -36,7 +38,7 @@ def success_by_site(per_site: pd.DataFrame, title: str | None = None) -> go.Figu
         )
     )  # fmt: skip
     fig.update_layout(
-        title=html.escape(title) if title else None, height=60 + 30 * max(len(df), 1), margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        title=html.escape(title) if title else None, height=max(160, 60 + 30 * len(df)), margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
         xaxis={"title": "success rate (%) with 95 % CI", "range": [0, 100]}, yaxis={"type": "category"},
         showlegend=False,
     )  # fmt: skip
@@ -165,7 +167,7 @@ def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
     fig.add_vline(x=0, line_color="#999", line_dash="dot")
     fig.update_layout(
         height=80 + 34 * max(len(df), 1), margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False,
-        xaxis={"title": f"B − A success (points), 95 % CI — A {html.escape(a)}, B {html.escape(b)}",
+        xaxis={"title": f"B − A success (points), 95 % CI — A {html.escape(clip(a, 40))}, B {html.escape(clip(b, 40))}",
                "range": [-105, 105]},
         yaxis={"type": "category"},
     )  # fmt: skip

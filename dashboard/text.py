@@ -7,10 +7,14 @@ import re
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
 
+def clip(text: object, limit: int) -> str:
+    """One line of at most `limit` characters, `…` marking a cut (chart titles and axes do not wrap)."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
 def escape_md(text: object, limit: int | None = 300) -> str:
     """Text safe inside st.markdown/st.caption: every Markdown and HTML character escaped, one line,
     clipped. Links, images and tags written by an agent stay visible as characters."""
-    s = " ".join(str(text).split())
-    if limit is not None and len(s) > limit:
-        s = s[: limit - 1] + "…"
+    s = clip(text, limit) if limit is not None else " ".join(str(text).split())
     return _MD_SPECIAL.sub(r"\\\1", s)

@@ -41,8 +41,8 @@ def render(run: str, task_id: int, has_attempt: bool) -> None:
     if gold_sets is None:
         return
     if not gold_sets:
-        st.info("No human gold for this task in any gold set: nothing to align. (Gold can be imported with "
-                "`trajreview import gold`.)")  # fmt: skip
+        st.info("No human gold for this task in any gold set: nothing to align. Write it on the Gold tab "
+                "(it can start from this attempt's steps) or import it with `trajreview import gold`.")  # fmt: skip
         return
     if not has_attempt:
         st.info("This run recorded no steps for this task: nothing to align with the gold.")

@@ -10,6 +10,7 @@ from dashboard import state
 from dashboard.charts import success_by_site
 from dashboard.components.formatting import rate_with_ci
 from dashboard.db import db_path, fingerprint, read
+from dashboard.text import clip
 
 st.title("Runs")
 runs = read(q.runs_table)
@@ -68,7 +69,7 @@ if charted:
                 st.info(f"{run}: no scored task to chart.")
                 continue
             row = runs[runs["run"] == run].iloc[0]
-            title = f"{run} — {rate_with_ci(row.success_rate, row.ci_low, row.ci_high, int(row.scored))}"
+            title = f"{clip(run, 60)} — {rate_with_ci(row.success_rate, row.ci_low, row.ci_high, int(row.scored))}"
             clicked = st.plotly_chart(
                 success_by_site(per_site, title), on_select="rerun", selection_mode="points",
                 key=f"site-chart-{run}", config={"displaylogo": False},
