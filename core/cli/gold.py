@@ -66,7 +66,6 @@ def new_set_cmd(
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
-    from core.cli.scoring import _export_group  # the one shared `export` group (`export eval` lives there)
 
-    _export_group(app).command("gold")(export_gold_cmd)
+    ui.export_group(app).command("gold")(export_gold_cmd)
     app.add_typer(gold_app, name="gold")

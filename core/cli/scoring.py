@@ -11,16 +11,6 @@ import typer
 from core.cli import ui
 
 
-def _export_group(app: typer.Typer) -> typer.Typer:
-    """The shared `export` group: reuse it if another area registered it first."""
-    for group in app.registered_groups:
-        if group.name == "export" and group.typer_instance is not None:
-            return group.typer_instance
-    export_app = typer.Typer(help="Export results in other tools' formats.", no_args_is_help=True)
-    app.add_typer(export_app, name="export")
-    return export_app
-
-
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add this area's commands to the main app and to the `import` group."""
 
@@ -48,7 +38,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             )
             ui.print_failures(store, run)
 
-    export_app = _export_group(app)
+    export_app = ui.export_group(app)
 
     @export_app.command("eval")
     def export_eval_cmd(

@@ -117,3 +117,13 @@ def print_failures(store, run: str, limit: int = 15) -> None:
         console.print(
             f"  ... and {len(failures) - limit} more (table evaluations, column explanation)", markup=False
         )
+
+
+def export_group(app: typer.Typer) -> typer.Typer:
+    """The shared `export` group: reuse it if another area registered it first."""
+    for group in app.registered_groups:
+        if group.name == "export" and group.typer_instance is not None:
+            return group.typer_instance
+    export_app = typer.Typer(help="Export results in other tools' formats.", no_args_is_help=True)
+    app.add_typer(export_app, name="export")
+    return export_app

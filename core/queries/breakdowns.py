@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from core.queries.annotations import split_labels, task_labels_sql
-from core.queries.runs import _with_rate, verdicts_sql
+from core.queries.runs import verdicts_sql, with_rate
 from core.queries.triage import HARD, NONE
 from core.store import Store
 
@@ -66,7 +66,7 @@ def rates(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     )
     cols = ["scored", "successes", "failures", "errors", "unscored"]
     grouped = counted.groupby(["run", by], sort=True)[cols].sum().reset_index().rename(columns={by: "value"})
-    grouped = _with_rate(grouped, "successes", "scored")
+    grouped = with_rate(grouped, "successes", "scored")
     return grouped.sort_values(["run", "scored", "value"], ascending=[True, False, True]).reset_index(
         drop=True
     )

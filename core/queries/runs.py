@@ -54,7 +54,7 @@ def run_exists(store: Store, run: str) -> bool:
     return bool(store.query("SELECT 1 FROM runs WHERE name = ?", [run]))
 
 
-def _with_rate(df: pd.DataFrame, successes: str, n: str) -> pd.DataFrame:
+def with_rate(df: pd.DataFrame, successes: str, n: str) -> pd.DataFrame:
     """Add success_rate, ci_low, ci_high (Wilson 95 %) from two count columns; NULL when n = 0."""
     cis = [wilson_ci(int(s), int(k)) for s, k in zip(df[successes], df[n], strict=True)]
     df["success_rate"] = [(s / k) if k else None for s, k in zip(df[successes], df[n], strict=True)]
@@ -96,7 +96,7 @@ def runs_table(store: Store) -> pd.DataFrame:
         ORDER BY r.imported_at DESC, r.name
         """
     )
-    return _with_rate(df, "successes", "scored")
+    return with_rate(df, "successes", "scored")
 
 
 def success_by_site(store: Store, run: str) -> pd.DataFrame:
@@ -114,7 +114,7 @@ def success_by_site(store: Store, run: str) -> pd.DataFrame:
         """,
         {"run": run},
     )
-    return _with_rate(df, "successes", "scored")
+    return with_rate(df, "successes", "scored")
 
 
 def problems_of(store: Store, run: str) -> list[dict[str, Any]]:
