@@ -26,8 +26,8 @@ demo: $(STAMP) $(DEMO_DB)
 	$(BIN)/trajreview --db $(DEMO_DB) serve --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
-	$(BIN)/ruff check core dashboard reports_html tests bench
-	$(BIN)/ruff format --check core dashboard reports_html tests bench
+	$(BIN)/ruff check core dashboard tests bench
+	$(BIN)/ruff format --check core dashboard tests bench
 
 pytest: $(STAMP)
 	$(BIN)/pytest

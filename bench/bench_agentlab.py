@@ -33,7 +33,7 @@ TARGET_RSS_MB = 1024
 
 _OURS = r"""
 import json, resource, sys, time
-from core.importers.agentlab import import_agentlab
+from core.ingest.agentlab import import_agentlab
 from core.store import Store
 t = time.perf_counter()
 with Store(sys.argv[2]) as store:
@@ -105,7 +105,7 @@ def _baseline_python() -> Path | None:
 
 def _plain_copies(root: Path, dest: Path) -> None:
     """Fallback baseline input: each step re-pickled as plain data (trusted, made by us)."""
-    from core import safe_pickle
+    from core.files import safe_pickle
 
     for f in root.glob("*/step_*.pkl.gz"):
         (dest / f.parent.name).mkdir(exist_ok=True)

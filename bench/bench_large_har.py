@@ -43,8 +43,8 @@ def _make_run(root: Path, size_mb: float) -> Path:
 _OURS = r"""
 import json, resource, shutil, sys, time
 from pathlib import Path
-from core.datasets import ensure_tasks
-from core.importers.wav_run import import_wav_run
+from core.ingest.tasks import ensure_tasks
+from core.ingest.wav_run import import_wav_run
 from core.paths import shared_data_dir
 from core.store import Store
 
@@ -64,7 +64,7 @@ print(json.dumps({"seconds": seconds, "rss": resource.getrusage(resource.RUSAGE_
 
 _SETUP = r"""
 import json, sys
-from core.datasets import ensure_tasks
+from core.ingest.tasks import ensure_tasks
 from core.store import Store
 with Store(sys.argv[1]) as store:
     ensure_tasks(store)

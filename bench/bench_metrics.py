@@ -17,13 +17,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from core.datasets import import_tasks
-from core.importers.agentlab import import_agentlab
-from core.importers.gold import import_gold
-from core.importers.webarena_render import import_webarena_render
-from core.judge.cascade import CascadeJudge
-from core.metrics import PRESETS
-from core.metrics_run import compute_run, load_task_inputs, run_metrics
+from core.ingest.agentlab import import_agentlab
+from core.ingest.gold import import_gold
+from core.ingest.tasks import import_tasks
+from core.ingest.webarena_render import import_webarena_render
+from core.measure.judge.cascade import CascadeJudge
+from core.measure.metrics import PRESETS
+from core.measure.metrics_run import compute_run, load_task_inputs, run_metrics
 from core.paths import shared_data_dir
 from core.store import Store
 
@@ -75,7 +75,7 @@ def main() -> None:
         pairs, share = _llm_share(judge)
         rows.append(("gold x BrowserGym sample (real pairs)", summary.tasks, pairs, elapsed, share))
 
-        from core.judge import embeddings
+        from core.measure.judge import embeddings
 
         if embeddings.available()[0]:  # optional extra: the same real pairs with the reject-only stage
             judge = CascadeJudge("offline", embeddings=embeddings.EmbeddingStage())

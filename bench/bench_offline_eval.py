@@ -19,12 +19,12 @@ from pathlib import Path
 
 import orjson
 
-from core.datasets import import_tasks
-from core.importers.opagent import import_opagent
-from core.importers.webarena_render import import_webarena_render
-from core.offline_eval.run import SOURCES, evaluate_run_offline
-from core.offline_eval.webarena import TaskRecord, combined_status, evaluate_task
+from core.ingest.opagent import import_opagent
+from core.ingest.tasks import import_tasks
+from core.ingest.webarena_render import import_webarena_render
 from core.paths import shared_data_dir
+from core.scoring.offline.run import SOURCES, evaluate_run_offline
+from core.scoring.offline.webarena import TaskRecord, combined_status, evaluate_task
 from core.store import Store
 
 TARGET_S = 1.0

@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.datasets import import_tasks
-from core.importers.opagent import import_opagent
+from core.ingest.opagent import import_opagent
+from core.ingest.tasks import import_tasks
 from core.paths import shared_data_dir
 from core.store import Store
 

@@ -21,12 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.datasets import import_tasks
-from core.importers.gold import import_gold
-from core.importers.opagent import import_opagent
-from core.judge.cascade import make_judge
-from core.metrics import PRESETS
-from core.metrics_run import compute_task, load_task_inputs, run_metrics
+from core.ingest.gold import import_gold
+from core.ingest.opagent import import_opagent
+from core.ingest.tasks import import_tasks
+from core.measure.judge.cascade import make_judge
+from core.measure.metrics import PRESETS
+from core.measure.metrics_run import compute_task, load_task_inputs, run_metrics
 from core.paths import shared_data_dir
 from core.store import Store
 
@@ -68,7 +68,7 @@ def main() -> None:
         print(f"share of distinct pairs an LLM would get (cascade): {llm_share:.1%} ({judge.stats.get('offline', 0)} of {total})")  # fmt: skip
         print(f"target met: {ours <= TARGET_S}")
 
-        from core.judge import embeddings
+        from core.measure.judge import embeddings
 
         ok, why = embeddings.available()
         if ok:

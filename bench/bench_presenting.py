@@ -58,7 +58,7 @@ def _ours(db: Path, name: str, vol) -> list[float]:
 
 def _baseline(db: Path, name: str, vol) -> list[float]:
     """Whole run tables into pandas, then the same aggregation there."""
-    from core.stats import mcnemar_exact, paired_bootstrap_diff, wilson_ci
+    from core.measure.stats import mcnemar_exact, paired_bootstrap_diff, wilson_ci
 
     samples = []
     for _ in range(VIEWS):
@@ -103,7 +103,7 @@ def _pages_bench(vol) -> None:
 
 
 def _report_bench(vol, tmp: Path) -> None:
-    from reports_html.writer import write
+    from dashboard.report import write
 
     runs = [vol.runs[1], COMPARE_B, vol.runs[2]]
     samples, size = [], 0
@@ -127,7 +127,7 @@ AGGREGATE = """SELECT e.run, k.site_key, count(*) AS n, avg((e.status = 'success
 
 
 def _parquet_bench(vol, tmp: Path) -> None:
-    from core.parquet_export import export_parquet
+    from core.export.parquet import export_parquet
 
     db_size = vol.path.stat().st_size
     out = tmp / "parquet"

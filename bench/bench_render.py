@@ -18,8 +18,8 @@ from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
 
-from core.datasets import import_tasks
-from core.importers.webarena_render import import_webarena_render
+from core.ingest.tasks import import_tasks
+from core.ingest.webarena_render import import_webarena_render
 from core.paths import shared_data_dir
 from core.store import Store
 

@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.datasets import import_tasks
-from core.importers.gold import import_gold
+from core.ingest.gold import import_gold
+from core.ingest.tasks import import_tasks
 from core.paths import REPO_ROOT, shared_data_dir
 from core.store import Store
 
@@ -45,7 +45,7 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
 
 def import_worker(mode: str, db: str, run_dir: str) -> None:
     """Child process: import the run the `mode` way and print the file-hold times as JSON."""
-    from core.importers.opagent import import_opagent
+    from core.ingest.opagent import import_opagent
     from core.store import ShortLivedStore, open_store
 
     started = time.perf_counter()

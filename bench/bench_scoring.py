@@ -5,7 +5,7 @@ Volume: a run directory in the official layout built under a temp dir: for each 
 demo HAR (`demo-run/107/network.har`, 805 KB, hard-linked where possible: the bytes read are real).
 The config maps every site to the HAR's origin.
 
-Ours, end to end: `core.importers.wav_run.import_wav_run` into a database that already holds the
+Ours, end to end: `core.ingest.wav_run.import_wav_run` into a database that already holds the
 tasks, exactly what `trajreview import wav-run` does: 2 worker processes each read, parse (once) and
 score their tasks with one `WebArenaVerified`, then the parent stores network events, agent responses
 and evaluations in one transaction.
@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from core.datasets import verified_dataset_path
+from core.ingest.tasks import verified_dataset_path
 from core.paths import shared_data_dir
 
 TARGET_RATIO = 10.0
@@ -41,7 +41,7 @@ SITES = ("__GITLAB__", "__SHOPPING__", "__REDDIT__", "__MAP__", "__WIKIPEDIA__")
 
 def build_run(root: Path) -> tuple[Path, Path]:
     """The 812-task run directory and a config mapping every site to the HAR's origin."""
-    from core.scoring import expected_answer
+    from core.scoring.engine import expected_answer
 
     har = shared_data_dir() / "webarena-verified" / "demo-run" / "107" / "network.har"
     entries = orjson.loads(har.read_bytes())["log"]["entries"]
@@ -65,8 +65,8 @@ def build_run(root: Path) -> tuple[Path, Path]:
 
 def run_ours(run: Path, config: Path, db: Path) -> tuple[float, dict[int, str]]:
     """`trajreview import wav-run` as a user runs it: read, parse once, store events, score, store."""
-    from core.datasets import ensure_tasks
-    from core.importers.wav_run import import_wav_run
+    from core.ingest.tasks import ensure_tasks
+    from core.ingest.wav_run import import_wav_run
     from core.store import Store
 
     with Store(db) as store:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import orjson
 
-import core.judge.rules as rules
+import core.measure.judge.rules as rules
 
 TEST_FILES = (
     "tests/test_judge_rules.py",
@@ -68,8 +68,8 @@ def _test_pairs() -> set[tuple[str, str, str, str]]:
 
     for name in DECIDERS:
         setattr(rules, name, wrap(name))
-    # Import the stages only now, so their `from core.judge.rules import ...` binds the wrappers.
-    import core.judge.lexical as lexical
+    # Import the stages only now, so their `from core.measure.judge.rules import ...` binds the wrappers.
+    import core.measure.judge.lexical as lexical
 
     score_pair = lexical.score_pair
 
@@ -90,9 +90,9 @@ def _test_pairs() -> set[tuple[str, str, str, str]]:
 
 
 def _real_and_corpus_pairs() -> tuple[set, set]:
-    from core.demo import build_demo
-    from core.importers.webarena_render import import_webarena_render
-    from core.metrics_run import load_task_inputs, task_pairs
+    from core.ingest.demo import build_demo
+    from core.ingest.webarena_render import import_webarena_render
+    from core.measure.metrics_run import load_task_inputs, task_pairs
     from core.paths import shared_data_dir
     from core.store import Store
 
@@ -138,8 +138,8 @@ def _real_and_corpus_pairs() -> tuple[set, set]:
 
 
 def _decide(pairs: list[tuple[str, str, str, str]]) -> list[dict]:
-    from core.judge import Pair
-    from core.judge.cascade import CascadeJudge, rule_stage
+    from core.measure.judge import Pair
+    from core.measure.judge.cascade import CascadeJudge, rule_stage
 
     as_pairs = [Pair(kind, a, b, ctx) for kind, a, b, ctx in pairs]
     offline = CascadeJudge("offline").judge_many(as_pairs)

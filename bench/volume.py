@@ -19,8 +19,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.demo import build_demo
-from core.importers.common import RUN_TABLES
+from core.ingest.demo import build_demo
+from core.ingest.writer import RUN_TABLES
 from core.paths import REPO_ROOT
 from core.store import Store
 
@@ -130,7 +130,7 @@ def build_volume_db(path: str | Path, n_runs: int) -> VolumeDb:
                 _copy_run(cur, SOURCE_RUN, name)
             long_task = _long_task(cur, names[0])
             trace_task = _big_trace(cur, names[0])
-        from core.metrics_run import run_task_metrics
+        from core.measure.metrics_run import run_task_metrics
 
         run_task_metrics(store, names[0], long_task, "paper-gold")
     return VolumeDb(path, names, (names[0], long_task), (names[0], trace_task))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.io as pio
 
-from core.metrics_run import NULL_REASONS
+from core.measure.metrics_run import NULL_REASONS
 from core.queries import breakdowns, compare, metrics_view
 from core.queries.runs import MULTI_SITE_RULE, runs_table
 from core.store import Store

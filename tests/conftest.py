@@ -24,7 +24,7 @@ def store(tmp_path: Path):
 @pytest.fixture(scope="session")
 def tasks_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A database with both task datasets loaded, built once per session; copy it before writing."""
-    from core.datasets import import_tasks
+    from core.ingest.tasks import import_tasks
 
     path = tmp_path_factory.mktemp("tasks") / "tasks.duckdb"
     with Store(path) as s:
@@ -52,7 +52,7 @@ def repo_root() -> Path:
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo database (every real source the demo imports, metrics included), built once per session;
     copy it before writing."""
-    from core.demo import build_demo
+    from core.ingest.demo import build_demo
 
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
     build_demo(path)

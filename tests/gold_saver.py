@@ -9,7 +9,7 @@ import random
 import sys
 import time
 
-from core.gold_editing import history, save_gold
+from core.gold.editing import history, save_gold
 from core.store import Store
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core import safe_pickle
-from core.action_grammar import VERBS
-from core.action_grammar.browsergym import (
+from core.files import safe_pickle
+from core.measure.action_grammar import VERBS
+from core.measure.action_grammar.browsergym import (
     FUNCTION_VERBS,
     AXTree,
     answer_call,

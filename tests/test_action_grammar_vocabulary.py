@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from core.action_grammar import VERBS
-from core.action_grammar.browsergym import FUNCTION_VERBS, parse_calls, strict_first_call
-from core.action_grammar.vocabulary import GOLD_TYPOS, STEP_VERBS, step_verb
-from core.action_grammar.webarena import (
+from core.measure.action_grammar import VERBS
+from core.measure.action_grammar.browsergym import FUNCTION_VERBS, parse_calls, strict_first_call
+from core.measure.action_grammar.vocabulary import GOLD_TYPOS, STEP_VERBS, step_verb
+from core.measure.action_grammar.webarena import (
     ACTION_VERBS,
     is_unparsed_output,
     parse_element_description,
@@ -39,7 +39,7 @@ def test_no_gold_step_starts_with_a_misspelt_verb_the_vocabulary_misses(store, s
     step that is one edit away from a step verb must itself be read as a verb (listed as a typo)."""
     from rapidfuzz.distance import Levenshtein
 
-    from core.importers.gold import import_gold
+    from core.ingest.gold import import_gold
 
     import_gold(store, shared_data / "human-gold" / "Golden Human Trajectories.xlsx", "paper")
     first_words = {
@@ -92,7 +92,7 @@ def test_strict_first_call_refuses_what_it_would_only_read_leniently(text):
 
 def test_strict_and_lenient_calls_agree_where_strict_reads(store, shared_data):
     """On the real AgentLab actions, the strict first call is the lenient parser's first call."""
-    from core.importers.agentlab import import_agentlab
+    from core.ingest.agentlab import import_agentlab
 
     import_agentlab(store, shared_data / "browsergym-run", "bg")
     actions = [

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from core.action_grammar import is_na_answer
-from core.action_grammar.webarena import (
+from core.ingest.webarena_render import parse_render
+from core.measure.action_grammar import is_na_answer
+from core.measure.action_grammar.webarena import (
     describe,
     element_from_axtree,
     gold_value,
@@ -15,7 +16,6 @@ from core.action_grammar.webarena import (
     parse_webarena_action,
     stated_action,
 )
-from core.importers.webarena_render import parse_render
 
 
 @pytest.mark.parametrize(

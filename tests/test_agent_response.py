@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from webarena_verified.core.evaluation.evaluators.agent_response_evaluator import AgentResponseEvaluator
 from webarena_verified.types.agent_response import FinalAgentResponse
 
-from core.agent_response import agent_response_row, check_agent_response
+from core.scoring.agent_response import agent_response_row, check_agent_response
 
 
 @pytest.fixture(scope="session")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from core import safe_pickle
 from core.errors import InputError
-from core.importers.agentlab import import_agentlab, read_episode
+from core.files import safe_pickle
+from core.ingest.agentlab import import_agentlab, read_episode
 from core.store import Store
 
 RUN = "sample"
@@ -438,7 +438,7 @@ def test_odd_values_in_a_step_do_not_fail_the_import(tasks_store, sample_dir, tm
 
 
 def test_an_unforeseen_error_is_a_problem_of_its_episode(tasks_store, sample_dir, tmp_path, monkeypatch):
-    import core.importers.agentlab as agentlab
+    import core.ingest.agentlab as agentlab
 
     root = tmp_path / "run"
     root.mkdir()

@@ -9,11 +9,11 @@ import shutil
 import pytest
 from test_cli import run_cli
 
-from core.annotations import PairMark, add_label, annotate, mark_pairs, retire_label
 from core.errors import InputError
 from core.queries import annotations as qa
 from core.queries.alignment import alignment_view
 from core.queries.triage import TriageFilter, apply_filter, options, triage_table
+from core.review.annotations import PairMark, add_label, annotate, mark_pairs, retire_label
 from core.store import Store
 
 PAPER_LABELS = {

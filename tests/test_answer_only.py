@@ -9,12 +9,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from core.importers.gold import import_gold
-from core.importers.webarena_render import import_webarena_render
-from core.judge.cascade import make_judge
-from core.metrics_run import NULL_REASONS, STEP_METRICS, run_metrics
+from core.ingest.gold import import_gold
+from core.ingest.records import is_answer_only
+from core.ingest.webarena_render import import_webarena_render
+from core.measure.judge.cascade import make_judge
+from core.measure.metrics_run import NULL_REASONS, STEP_METRICS, run_metrics
 from core.queries import paper_tables as pt
-from core.runs import is_answer_only
 from core.store import Store
 
 BABELCLOUD = ("webarena-render", "babelcloud__webarena", "gbox", "trajectories")

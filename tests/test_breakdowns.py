@@ -102,7 +102,7 @@ def test_missing_values_are_their_own_bucket(demo):
 
 def test_label_buckets_follow_triage_with_task_step_and_event_labels(demo_db: Path, tmp_path: Path):
     # A copy of the demo: labels on a task, on another task's step, and a correction that clears one.
-    from core.annotations import annotate
+    from core.review.annotations import annotate
 
     db = tmp_path / "labelled.duckdb"
     shutil.copy(demo_db, db)

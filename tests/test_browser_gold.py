@@ -9,7 +9,7 @@ import shutil
 import pytest
 from browser_support import browser_page, chromium_available, serve, wait_idle
 
-from core import gold_editing as ge
+from core.gold import editing as ge
 from core.store import Store
 
 pytestmark = pytest.mark.browser

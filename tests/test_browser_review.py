@@ -11,7 +11,7 @@ import orjson
 import pytest
 from browser_support import browser_page, chromium_available, click_grid_row, serve, wait_idle, wait_url
 
-from core.importers.jsonl import import_jsonl
+from core.ingest.jsonl import import_jsonl
 from core.queries.runs import runs_table
 from core.queries.triage import TriageFilter, task_neighbours, triage_table
 from core.store import Store

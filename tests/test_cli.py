@@ -51,7 +51,7 @@ def test_info_on_missing_database_is_one_line_error(tmp_path):
 def test_every_import_command_checks_paradigm_the_same_way(tmp_path, shared_data):
     from typing import get_args
 
-    from core.runs import Paradigm
+    from core.ingest.records import Paradigm
 
     commands = {
         "wav-run": [str(shared_data / "webarena-verified" / "demo-run"), "--no-score"],

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from core import stats
+from core.measure import stats
 from core.queries import compare
 from core.store import Store
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from core.gold_editing import history, version_content
-from core.importers.gold import import_gold
-from core.importers.opagent import find_task_files
+from core.gold.editing import history, version_content
+from core.ingest.gold import import_gold
+from core.ingest.opagent import find_task_files
 from core.paths import REPO_ROOT
 from core.store import ShortLivedStore, Store
 
@@ -97,7 +97,7 @@ def test_an_import_parses_with_the_file_closed(
 ):
     """While the gold file is parsed, another process can write (ShortLivedStore); with the store held
     open for the whole import, as before, it cannot. Both land the same rows."""
-    from core.importers import gold as gold_importer
+    from core.ingest import gold as gold_importer
 
     db = tmp_path / "parse.duckdb"
     shutil.copy(tasks_db, db)

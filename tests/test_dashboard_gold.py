@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import dashboard.db
-from core import gold_editing as ge
+from core.gold import editing as ge
 from core.paths import REPO_ROOT
 from core.store import Store
 

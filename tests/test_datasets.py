@@ -7,8 +7,8 @@ import json
 import orjson
 import pytest
 
-from core.datasets import import_tasks, verified_dataset_path
 from core.errors import InputError
+from core.ingest.tasks import import_tasks, verified_dataset_path
 
 
 def _snapshot(store):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import demo
+from core.ingest import demo
 from core.store import Store
 
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core import explanations
-from core.scoring import ScoringInput, score_inputs
+from core.scoring.engine import ScoringInput, explanations, score_inputs
 from tests.test_scoring_conformance import MATRIX_CONFIG, _entry
 
 

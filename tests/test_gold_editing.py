@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from core import gold_editing as ge
 from core.errors import InputError
-from core.gold_export import export_gold
-from core.importers.gold import import_gold
+from core.gold import editing as ge
+from core.gold.export import export_gold
+from core.ingest.gold import import_gold
 from core.store import Store
 from tests.test_cli import run_cli
 

@@ -10,11 +10,11 @@ import openpyxl
 import orjson
 import pytest
 
-from core import safe_files
 from core.errors import InputError
-from core.gold_versions import current_gold, gold_versions, save_gold_version
-from core.importers import gold as gold_importer
-from core.importers.gold import import_gold
+from core.files import safe_files
+from core.gold.versions import current_gold, gold_versions, save_gold_version
+from core.ingest import gold as gold_importer
+from core.ingest.gold import import_gold
 from core.store import Store
 
 XLSX = "Golden Human Trajectories.xlsx"

@@ -14,7 +14,7 @@ from webarena_verified.core.utils.network_event_utils import load_playwright_tra
 from webarena_verified.types.tracing import NetworkEvent, NetworkTrace
 
 from core.errors import InputError
-from core.har import (
+from core.files.har import (
     REDACTED,
     TraceTooLarge,
     iter_har_entries,
@@ -221,7 +221,7 @@ def test_odd_playwright_traces_read_as_the_engine_reads_them(shared_data: Path, 
 
 
 def test_a_zipped_trace_bomb_is_refused_without_inflating_it(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr("core.har.MAX_ZIPPED_TRACE", 1 << 20)
+    monkeypatch.setattr("core.files.har.MAX_ZIPPED_TRACE", 1 << 20)
     archive = tmp_path / "trace.zip"
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("trace.network", b" " * (2 << 20))

@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from core.errors import InputError
-from core.importers.jsonl import import_jsonl, trajectory_schema
-from core.importers.webarena_render import import_webarena_render
+from core.ingest.jsonl import import_jsonl, trajectory_schema
+from core.ingest.webarena_render import import_webarena_render
 from core.store import Store
 
 

@@ -16,9 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from core.judge import Pair
-from core.judge.cascade import CascadeJudge
-from core.judge.llm import LLMConfig, LLMStage, ingest_batch_output
+from core.measure.judge import Pair
+from core.measure.judge.cascade import CascadeJudge
+from core.measure.judge.llm import LLMConfig, LLMStage, ingest_batch_output
 
 TOKEN = re.compile(r"\b(OK_EQ|OK_DIFF|R429|R500|B400|SLOW|GARBAGE|EMPTY)\b")
 
@@ -309,7 +309,7 @@ def test_agent_text_cannot_inject_a_verdict_format():
 
 
 def test_cache_key_changes_when_the_prompt_text_changes(tmp_path):
-    from core.judge.llm import load_prompts, prompt_versions
+    from core.measure.judge.llm import load_prompts, prompt_versions
     from core.paths import PROMPTS_DIR
 
     for source in PROMPTS_DIR.glob("*.txt"):

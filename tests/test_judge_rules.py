@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
-from core.judge import Pair
-from core.judge.cache import cache_key
-from core.judge.cascade import CascadeJudge
-from core.judge.lexical import score_pair
-from core.judge.rules import (
+from core.measure.judge import Pair
+from core.measure.judge.cache import cache_key
+from core.measure.judge.cascade import CascadeJudge
+from core.measure.judge.lexical import score_pair
+from core.measure.judge.rules import (
     canonicalize,
     decide_repeat,
     decide_requirement,
     decide_stated_vs_executed,
     decide_steps,
 )
-from core.judge.values import as_date, as_number
+from core.measure.judge.values import as_date, as_number
 
 
 @pytest.mark.parametrize(
@@ -154,8 +156,8 @@ def test_cache_key_covers_every_input():
 
 
 def test_embedding_stage_is_optional():
-    from core.judge import embeddings
-    from core.judge.cascade import make_judge
+    from core.measure.judge import embeddings
+    from core.measure.judge.cascade import make_judge
 
     ok, why = embeddings.available()
     judge = make_judge("offline")
@@ -167,10 +169,10 @@ def test_embedding_stage_is_optional():
 
 
 @pytest.mark.skipif(
-    not __import__("core.judge.embeddings").judge.embeddings.available()[0], reason="no [embeddings]"
+    not importlib.import_module("core.measure.judge.embeddings").available()[0], reason="no [embeddings]"
 )
 def test_embedding_stage_only_rejects():
-    from core.judge.embeddings import EmbeddingStage
+    from core.measure.judge.embeddings import EmbeddingStage
 
     stage = EmbeddingStage()
     far = Pair("gold_vs_agent", "Click the 'Reports' link", "Type 'yoga mat' into the search box")
@@ -231,10 +233,10 @@ def test_same_numbers_in_labels_still_match():
     assert decide_steps("Click on the 'Reports' link", "Click link 'Reports (2)'").verdict is None
 
 
-# -- grammar actions are parsed by core.action_grammar; the judge maps canonical verbs to classes ----
+# -- grammar actions are parsed by core.measure.action_grammar; the judge maps canonical verbs to classes ----
 def test_every_canonical_verb_has_a_class():
-    from core.action_grammar import VERBS
-    from core.judge.rules import VERB_CLASS
+    from core.measure.action_grammar import VERBS
+    from core.measure.judge.rules import VERB_CLASS
 
     assert set(VERB_CLASS) == set(VERBS)
 
@@ -266,7 +268,7 @@ def test_every_canonical_verb_has_a_class():
 )
 def test_readable_sentences_read_back_to_their_verb_class(verb, fields, verb_class):
     """The sentence trajreview writes for an action (what the metrics compare) names its class."""
-    from core.action_grammar import ParsedAction, readable
+    from core.measure.action_grammar import ParsedAction, readable
 
     assert canonicalize(readable(ParsedAction(raw="", verb=verb, **fields))).verb == verb_class
 
@@ -315,14 +317,14 @@ def test_select_option_from_dropdown_reads_option_as_value():
 
 def test_rule_and_lexical_stages_are_pure_domain():
     """No store-level module (or DuckDB) behind the cheap stages: requirements import the separator
-    from core.requirement_spellings, not the other way round."""
+    from core.measure.requirement_spellings, not the other way round."""
     import subprocess
     import sys
 
     script = (
         "import sys\n"
-        "import core.judge.rules, core.judge.lexical, core.requirement_spellings\n"
-        "print(','.join(sorted(m for m in sys.modules if m in ('duckdb', 'core.store', 'core.requirements'))))\n"
+        "import core.measure.judge.rules, core.measure.judge.lexical, core.measure.requirement_spellings\n"
+        "print(','.join(sorted(m for m in sys.modules if m in ('duckdb', 'core.store', 'core.measure.requirements'))))\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""

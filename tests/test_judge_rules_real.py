@@ -2,7 +2,7 @@
 decisions computed here, so a change that alters a verdict shows up as a broken property.
 
 1. Two readings of one action. Every step of the real runs is stored twice: `executed_action`
-   (BrowserGym or WebArena grammar, parsed by core.action_grammar) and `readable` (the sentence the
+   (BrowserGym or WebArena grammar, parsed by core.measure.action_grammar) and `readable` (the sentence the
    metrics compare, parsed as English by the judge). The two readings must not disagree.
 2. Properties of the real gold × agent pairs the metrics ask: symmetric, unchanged by whitespace the
    normaliser folds, every gold step equivalent to itself, and another number in a label or value is
@@ -17,8 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from core.judge.rules import canonicalize, decide_repeat, decide_steps, parse_browsergym, parse_webarena
-from core.judge.values import as_date, as_number, label_numbers
+from core.measure.judge.rules import (
+    canonicalize,
+    decide_repeat,
+    decide_steps,
+    parse_browsergym,
+    parse_webarena,
+)
+from core.measure.judge.values import as_date, as_number, label_numbers
 from core.store import Store
 
 RENDER_RUNS = (
@@ -35,11 +41,11 @@ RENDER_RUNS = (
 @pytest.fixture(scope="module")
 def real_steps(tmp_path_factory: pytest.TempPathFactory, shared_data: Path):
     """(steps in order with run/task/episode, gold step texts by task) of every real run we import."""
-    from core.importers.agentlab import import_agentlab
-    from core.importers.gold import import_gold
-    from core.importers.opagent import import_opagent
-    from core.importers.webarena_render import import_webarena_render
-    from core.metrics_run import load_task_inputs, task_pairs
+    from core.ingest.agentlab import import_agentlab
+    from core.ingest.gold import import_gold
+    from core.ingest.opagent import import_opagent
+    from core.ingest.webarena_render import import_webarena_render
+    from core.measure.metrics_run import load_task_inputs, task_pairs
 
     path = tmp_path_factory.mktemp("readings") / "readings.duckdb"
     with Store(path) as store:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core import metrics as m
+from core.measure import metrics as m
 
 
 def same(gold, agent):

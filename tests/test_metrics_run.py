@@ -6,13 +6,13 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from core.action_grammar import ParsedAction
-from core.importers.common import import_run
-from core.judge import Pair, Verdict
-from core.judge.cascade import CascadeJudge
-from core.metrics_run import NULL_REASONS, run_metrics
+from core.ingest.records import RunMeta, StepRecord, TrajectoryRecord
+from core.ingest.writer import import_run
+from core.measure.action_grammar import ParsedAction
+from core.measure.judge import Pair, Verdict
+from core.measure.judge.cascade import CascadeJudge
+from core.measure.metrics_run import NULL_REASONS, run_metrics
 from core.queries.paper_tables import METRIC_COLUMNS
-from core.runs import RunMeta, StepRecord, TrajectoryRecord
 from core.store import insert_rows, utcnow
 
 
@@ -30,7 +30,7 @@ def _gold(store, task_id, texts, alternative=0, version=1):
 def _step(idx, verb, label=None, value=None, raw=None, stated=None, error=None):
     action = ParsedAction(raw=raw or f"{verb} [{idx}]", verb=verb, element_id=str(100 + idx), element_role="link",
                           element_label=label, value=value)  # fmt: skip
-    from core.action_grammar import readable
+    from core.measure.action_grammar import readable
 
     return StepRecord(idx=idx, executed_action=action.raw, action=action, readable=readable(action),
                       stated_action=stated, error=error)  # fmt: skip
@@ -151,8 +151,8 @@ def test_unknown_run_or_gold_is_one_line_error(store):
 
 # -- real data -----------------------------------------------------------------------------------
 def test_real_gold_x_browsergym_sample(tasks_store, shared_data):
-    from core.importers.agentlab import import_agentlab
-    from core.importers.gold import import_gold
+    from core.ingest.agentlab import import_agentlab
+    from core.ingest.gold import import_gold
 
     import_gold(tasks_store, shared_data / "human-gold" / "Golden Human Trajectories.xlsx", "paper")
     import_agentlab(tasks_store, shared_data / "browsergym-run", "bg")
@@ -201,7 +201,7 @@ def test_metrics_cli(store, monkeypatch):
 
 # -- pure per-task computation with a scripted judge ----------------------------------------------
 def _task(gold, agent, **extra):
-    from core.metrics_run import AgentStep, TaskInput
+    from core.measure.metrics_run import AgentStep, TaskInput
 
     steps = [AgentStep(i, t, t, stated=f"click [{i}]", executed=f"click [{i}]", error=None, parsed=True)
              for i, t in enumerate(agent)]  # fmt: skip
@@ -219,8 +219,8 @@ def _scripted(pair):
 
 
 def test_unresolved_alternative_is_not_skipped_as_if_different():
-    from core.metrics import PRESETS
-    from core.metrics_run import compute_task
+    from core.measure.metrics import PRESETS
+    from core.measure.metrics_run import compute_task
 
     # Alternative 0 scores 1/2; alternative 1 cannot be scored (its only pair is unresolved) and might
     # have scored 1.0: keeping alternative 0 would count the unanswered pair as "different".
@@ -241,8 +241,8 @@ def test_unresolved_alternative_is_not_skipped_as_if_different():
 def test_ear_missing_stated_or_unparsed_executed_is_a_mismatch_whatever_the_judge():
     from dataclasses import replace
 
-    from core.metrics import PRESETS
-    from core.metrics_run import compute_task, task_pairs
+    from core.measure.metrics import PRESETS
+    from core.measure.metrics_run import compute_task, task_pairs
 
     task = _task([["A"]], ["A", "B", "C"])
     task.steps[1] = replace(task.steps[1], stated=None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from pathlib import Path
 
@@ -9,14 +10,14 @@ import orjson
 import pytest
 
 from core.errors import TrajreviewError
-from core.importers.agentlab import import_agentlab
-from core.importers.opagent import import_opagent
-from core.importers.webarena_render import import_webarena_render
-from core.offline_eval import webarena as wa
-from core.offline_eval.agreement import agreement
-from core.offline_eval.fuzzy import FuzzyJudge
-from core.offline_eval.run import evaluate_run_offline
-from core.offline_eval.urls import canonical_url
+from core.ingest.agentlab import import_agentlab
+from core.ingest.opagent import import_opagent
+from core.ingest.webarena_render import import_webarena_render
+from core.scoring.offline import webarena as wa
+from core.scoring.offline.agreement import agreement
+from core.scoring.offline.fuzzy import FuzzyJudge
+from core.scoring.offline.run import evaluate_run_offline
+from core.scoring.offline.urls import canonical_url
 from core.store import Store
 
 BABELCLOUD = ("webarena-render", "babelcloud__webarena", "gbox", "trajectories")
@@ -175,8 +176,8 @@ def test_answer_only_runs_leave_url_match_unresolved(runs: Store):
 
 
 def test_evaluate_offline_refuses_runs_with_traces(tmp_path: Path):
-    from core.importers.common import import_run
-    from core.runs import RunMeta
+    from core.ingest.records import RunMeta
+    from core.ingest.writer import import_run
 
     with Store(tmp_path / "x.duckdb") as store:
         with pytest.raises(TrajreviewError, match="no run named"):
@@ -190,13 +191,13 @@ class _FakeStage:
     """An LLM stage answering every question 'equivalent', counting what it was asked."""
 
     model = "fake"
-    prompts = __import__("core.offline_eval.fuzzy", fromlist=["load_prompts"]).load_prompts()
+    prompts = importlib.import_module("core.scoring.offline.fuzzy").load_prompts()
 
     def __init__(self):
         self.asked = []
 
     def judge_many(self, pairs, on_progress=None):
-        from core.judge import Verdict
+        from core.measure.judge import Verdict
 
         self.asked += pairs
         return [Verdict(True, "llm", 1.0) for _ in pairs]

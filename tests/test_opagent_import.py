@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from core.errors import InputError
-from core.importers.opagent import extract_answer, import_opagent
+from core.ingest.opagent import extract_answer, import_opagent
 from core.store import Store
 from tests.test_cli import run_cli
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from functools import partial
 
-from core.parallel import map_chunks
+from core.files.parallel import map_chunks
 
 
 def square_chunk(chunk: list[int]) -> list[tuple[int, int]]:

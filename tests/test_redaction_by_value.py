@@ -1,4 +1,4 @@
-"""Secrets found by value (core/redaction.py): signed-URL parameters, OAuth codes, API keys, credential
+"""Secrets found by value (core/files/redaction.py): signed-URL parameters, OAuth codes, API keys, credential
 objects, token shapes, passwords in free text stay out of the database; ordinary ids the evaluators
 compare stay as they are; and the engine's verdicts on the conformance corpus do not change."""
 
@@ -12,8 +12,8 @@ import pytest
 import test_scoring_conformance as conformance
 from test_scoring_conformance import MATRIX_CONFIG, _entry, _expected_response, _matrix
 
-from core.har import network_event_rows, redact_report
-from core.redaction import looks_secret
+from core.files.har import network_event_rows, redact_report
+from core.files.redaction import looks_secret
 
 # The conformance corpus's fixtures (real tasks, the official HAR entry template, the official engine).
 template = conformance.template
@@ -131,7 +131,7 @@ def test_engine_verdicts_unchanged_on_the_conformance_corpus_with_secrets_plante
     """The conformance matrix with a signed-URL event and a credentials body added to every trace,
     imported with `import wav-run`: every verdict equals the official engine's on the same file, and
     no planted secret is stored anywhere (events, evaluator reports)."""
-    from core.importers.wav_run import import_wav_run
+    from core.ingest.wav_run import import_wav_run
 
     config = tmp_path / "matrix-config.json"
     config.write_text(json.dumps(MATRIX_CONFIG))

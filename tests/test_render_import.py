@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from core import safe_files
 from core.errors import InputError
-from core.importers.webarena_render import import_webarena_render, parse_render
+from core.files import safe_files
+from core.ingest.webarena_render import import_webarena_render, parse_render
 from core.store import Store
 
 BABELCLOUD = "babelcloud__webarena"

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from core import stats
-from core.importers.common import import_run
-from core.judge.cascade import CascadeJudge
-from core.judge_agreement import cohen_kappa, measure, read_labels
+from core.ingest.records import RunMeta, TrajectoryRecord
+from core.ingest.writer import import_run
+from core.measure import stats
+from core.measure.judge.cascade import CascadeJudge
+from core.measure.judge_agreement import cohen_kappa, measure, read_labels
 from core.queries import paper_tables as pt
-from core.runs import RunMeta, TrajectoryRecord
 from core.store import insert_rows, utcnow
 
 
@@ -53,7 +53,7 @@ def test_bootstrap_degenerate_inputs():
     # All one label: a real, zero-width interval.
     assert stats.bootstrap_ci([1.0, 1.0, 1.0]) == (1.0, 1.0)
     # Cohen's kappa: empty, one class on both sides (chance agreement total) and n = 1 are undefined.
-    from core.judge_agreement import kappa_ci
+    from core.measure.judge_agreement import kappa_ci
 
     assert cohen_kappa(np.array([], bool), np.array([], bool)) is None
     assert cohen_kappa(np.array([True]), np.array([True])) is None

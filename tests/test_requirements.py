@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.errors import InputError
-from core.requirements import (
+from core.measure.requirements import (
     derive_requirements,
     import_requirements,
     read_requirements_file,

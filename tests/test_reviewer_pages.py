@@ -110,7 +110,7 @@ def test_labels_and_judge_page(open_page, db, task_id):
     for i, value in enumerate(["right", "wrong", "right"]):
         _mark_controls(at)[i].set_value(value).run()
     with Store(db) as s:
-        from core.annotations import annotate
+        from core.review.annotations import annotate
 
         annotate(s, "task", "Ada", run=RUN, task_id=task_id, label="gave up early")
     page = open_page(db, JUDGE, name="Ada")
@@ -129,7 +129,7 @@ def test_labels_and_judge_page(open_page, db, task_id):
 
 def test_read_only_instance_shows_no_write_control(open_page, db, task_id):
     with Store(db) as s:
-        from core.annotations import PairMark, annotate, mark_pairs
+        from core.review.annotations import PairMark, annotate, mark_pairs
 
         annotate(s, "task", "Ada", run=RUN, task_id=task_id, label="wrong element", note="seen")
         mark_pairs(s, [PairMark(RUN, task_id, "0", "paper-gold", 1, 0, 0, 0, "offline", True, "rule", 1.0, "right")],

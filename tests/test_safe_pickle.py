@@ -12,8 +12,8 @@ import zlib
 
 import pytest
 
-from core import safe_pickle
-from core.safe_pickle import Inert, SafePickleError
+from core.files import safe_pickle
+from core.files.safe_pickle import Inert, SafePickleError
 
 RUN = "browsergym-run"
 
@@ -185,7 +185,7 @@ def test_zlib_wbits_matches_gzip():
 @pytest.mark.parametrize("module, name", [("copyreg", "_reconstructor"), ("_codecs", "encode")])
 def test_build_cannot_rewrite_the_whitelisted_functions(module, name):
     # GLOBAL names a whitelisted function, BUILD then sets its attributes: with the real function
-    # this rewrote `__defaults__` of core.safe_pickle's own code for every later load.
+    # this rewrote `__defaults__` of core.files.safe_pickle's own code for every later load.
     slots = pickle.dumps((None, {"__defaults__": ("owned",), "owned": True}), protocol=2)[2:-1]
     data = b"\x80\x02c" + f"{module}\n{name}\n".encode() + slots + b"b."
     before = (safe_pickle._reconstructor.__defaults__, safe_pickle._latin1_bytes.__defaults__)

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import orjson
 import pytest
 
-from core.scoring import ScoringInput, score_inputs
+from core.scoring.engine import ScoringInput, score_inputs
 
 # One origin per site so URLs derender unambiguously.
 ORIGINS = {
@@ -378,7 +378,7 @@ def test_network_matrix_through_the_importer_agrees_with_official(
 ) -> None:
     """The same matrix as HAR files imported with `import wav-run`: our own HAR parser, the static-asset
     cut and the stored rows must not change a single verdict."""
-    from core.importers.wav_run import import_wav_run
+    from core.ingest.wav_run import import_wav_run
 
     matrix = _matrix(template)
     config = tmp_path / "matrix-config.json"
@@ -410,7 +410,7 @@ def test_no_secret_of_a_hostile_har_reaches_the_database(
     """Secrets in user info, query strings (percent-encoded names too), fragments, Referer headers,
     cookies and form bodies stay out of every table: stored events, and the engine's own report
     (`actual`, explanations) of failing network evaluators, which quote the events they looked at."""
-    from core.importers.wav_run import import_wav_run
+    from core.ingest.wav_run import import_wav_run
 
     mr = "__GITLAB__/dashboard/merge_requests"
     secrets = {

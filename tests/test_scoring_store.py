@@ -11,11 +11,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from core.datasets import verified_dataset_path
 from core.errors import InputError
-from core.importers.common import replace_run
-from core.runs import RunMeta
-from core.scoring import (
+from core.ingest.records import RunMeta
+from core.ingest.tasks import verified_dataset_path
+from core.ingest.writer import replace_run
+from core.scoring.engine import (
     CANNOT_PASS,
     ScoringInput,
     cannot_pass_evidence,

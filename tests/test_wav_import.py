@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import InputError
-from core.importers.wav_run import import_wav_run
+from core.ingest.wav_run import import_wav_run
 from core.store import Store
 
 TASKS = (107, 108)
@@ -285,7 +285,7 @@ def test_run_imported_from_a_submission_can_be_rescored(tasks_store: Store, wav:
     from webarena_verified.api.internal.submission_handler import SubmissionHandler
     from webarena_verified.types.config import WebArenaVerifiedConfig
 
-    from core.scoring import evaluate_run
+    from core.scoring.engine import evaluate_run
 
     run = _copy_demo(wav, tmp_path / "run")
     result = SubmissionHandler([run], WebArenaVerifiedConfig(), set(TASKS)).create_submission(
@@ -378,7 +378,7 @@ def test_cli_exit_codes(tasks_db: Path, wav: Path, tmp_path: Path):
 def test_event_seqs_survive_leaving_static_assets_out(tasks_store: Store, wav: Path, tmp_path: Path):
     """Navigate tasks scored on the real demo HAR: the seqs the explanations point at are the same as when
     the engine is given every entry, and they name non-static rows of network_events."""
-    from core.scoring import ScoringInput, score_inputs
+    from core.scoring.engine import ScoringInput, score_inputs
 
     navigate = [
         tid
@@ -494,7 +494,7 @@ def test_odd_files_get_the_status_evaluate_task_gives(
     tasks_store: Store, wav: Path, tmp_path: Path, reader: str, monkeypatch
 ):
     if reader == "streaming":  # what a HAR over 32 MiB goes through
-        monkeypatch.setattr("core.har._WHOLE_FILE_MAX", -1)
+        monkeypatch.setattr("core.files.har._WHOLE_FILE_MAX", -1)
     oracle = _oracle(wav / "config.demo.json")
     disagreements, seen = [], set()
     for n, (case, (har, response)) in enumerate(_odd_files(wav).items()):

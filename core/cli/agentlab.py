@@ -25,7 +25,7 @@ def import_agentlab_cmd(
 ) -> None:
     """Import BrowserGym / AgentLab experiment directories (pickles are read without running them)."""
     from core.errors import InputError
-    from core.importers.agentlab import import_agentlab
+    from core.ingest.agentlab import import_agentlab
     from core.queries.runs import several_attempts
 
     if not run.strip():

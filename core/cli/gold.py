@@ -21,7 +21,7 @@ def export_gold_cmd(
     ] = None,
 ) -> None:
     """Write a gold set's current gold (every task's latest version) in the columns `import gold` reads."""
-    from core.gold_export import export_gold
+    from core.gold.export import export_gold
 
     with ui.store_from(ctx, read_only=True) as store:
         n = export_gold(store, name, out, fmt)
@@ -35,7 +35,7 @@ def history_cmd(
     task: Annotated[int, typer.Argument(help="Task id.")],
 ) -> None:
     """Every version of a task's gold: who saved it, when and why."""
-    from core.gold_editing import history
+    from core.gold.editing import history
 
     with ui.store_from(ctx, read_only=True) as store:
         rows = history(store, name, task)
@@ -58,7 +58,7 @@ def new_set_cmd(
     description: Annotated[str | None, typer.Option(help="What the set is for.")] = None,
 ) -> None:
     """Create an empty gold set, to write gold for tasks that have none (in the dashboard's Gold tab)."""
-    from core.gold_editing import create_gold_set
+    from core.gold.editing import create_gold_set
 
     with ui.store_from(ctx) as store:
         create_gold_set(store, name, author, description)

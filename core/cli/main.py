@@ -69,7 +69,7 @@ def import_tasks_cmd(
     ] = False,
 ) -> None:
     """Load the 812 WebArena-Verified tasks (and optionally the original WebArena tasks)."""
-    from core.datasets import import_tasks
+    from core.ingest.tasks import import_tasks
 
     with ui.import_store(ctx) as store:
         counts = import_tasks(store, path, original=original)
@@ -138,7 +138,7 @@ def demo(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8501,
 ) -> None:
     """Build a database with illustrative demo data from ../shared/data, then serve it."""
-    from core.demo import DEMO_DB, build_demo
+    from core.ingest.demo import DEMO_DB, build_demo
 
     db = ui.db_path(ctx) or DEMO_DB
     if rebuild or not db.exists():

@@ -30,9 +30,9 @@ def metrics_cmd(
 ) -> None:
     """Compute SSR, RR, RepR, PSR and EAR per task and store them (tables metrics, alignments)."""
     from core.errors import InputError
-    from core.judge.cascade import JUDGE_CONFIGS, make_judge
-    from core.metrics import PRESETS
-    from core.metrics_run import NULL_REASONS, run_metrics
+    from core.measure.judge.cascade import JUDGE_CONFIGS, make_judge
+    from core.measure.metrics import PRESETS
+    from core.measure.metrics_run import NULL_REASONS, run_metrics
 
     if judge not in JUDGE_CONFIGS:
         raise InputError("--judge", f"must be one of {', '.join(JUDGE_CONFIGS)}")
@@ -74,7 +74,7 @@ def import_requirements_cmd(
     path: Annotated[Path, typer.Argument(help="CSV (task_id,requirement) or JSON ({task_id: [..]}).")],
 ) -> None:
     """Override the partial-success requirements of the tasks in FILE."""
-    from core.requirements import import_requirements
+    from core.measure.requirements import import_requirements
 
     with ui.store_from(ctx) as store:
         counts = import_requirements(store, path)
@@ -139,7 +139,7 @@ def report_cmd(
             raise InputError("--run", f"no run named {', '.join(missing)}")
         if html_out is not None:
             # Imported only here: the HTML writer uses plotly, which core never loads.
-            from reports_html.writer import write
+            from dashboard.report import write
 
             size = write(store, runs, html_out)
             ui.console.print(f"wrote {html_out} ({size / 1e6:.1f} MB, {len(runs)} runs)", markup=False)
@@ -187,8 +187,8 @@ def judge_agreement_cmd(
 ) -> None:
     """Accuracy and Cohen's kappa (bootstrap CI) of a judge against labelled pairs, per stage."""
     from core.errors import InputError
-    from core.judge.cascade import make_judge
-    from core.judge_agreement import measure, read_labels
+    from core.measure.judge.cascade import make_judge
+    from core.measure.judge_agreement import measure, read_labels
 
     fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
     if from_db:

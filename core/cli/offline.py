@@ -12,7 +12,7 @@ from core.cli import ui
 
 def print_offline(store, run: str) -> None:
     """Offline statuses, why evaluators stayed unresolved, and the agreement with the run's verdict."""
-    from core.offline_eval.agreement import agreement
+    from core.scoring.offline.agreement import agreement
 
     rows = store.query(
         "SELECT evaluator, status, count(*) FROM evaluator_results WHERE run = ? AND source LIKE 'offline%'"
@@ -58,7 +58,7 @@ def import_opagent_cmd(
 ) -> None:
     """Import an OpAgent WebArena run (one JSON trajectory per task) and evaluate it offline."""
     from core.cli.trajectories import _problems
-    from core.importers.opagent import import_opagent
+    from core.ingest.opagent import import_opagent
 
     with ui.store_from(ctx) as store:
         with ui.progress_bar("importing opagent") as progress:
@@ -86,8 +86,8 @@ def evaluate_offline_cmd(
 ) -> None:
     """Re-run WebArena's evaluators on what the run recorded; explain every failure in one sentence."""
     from core.errors import InputError
-    from core.offline_eval.fuzzy import FuzzyJudge
-    from core.offline_eval.run import evaluate_run_offline
+    from core.scoring.offline.fuzzy import FuzzyJudge
+    from core.scoring.offline.run import evaluate_run_offline
 
     if judge not in ("offline", "llm"):
         raise InputError("--judge", "must be offline or llm")

@@ -9,7 +9,7 @@ import typer
 
 from core.cli import ui
 from core.errors import TrajreviewError
-from core.explanations import clip
+from core.scoring.explanations import clip
 
 
 def _fmt(value: Any) -> str:

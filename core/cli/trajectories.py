@@ -36,7 +36,7 @@ def import_webarena_render_cmd(
     paradigm: Annotated[str, ui.PARADIGM_OPTION] = "step_by_step",
 ) -> None:
     """Import original WebArena render_<id>.html files as one run, PASS/FAIL from the run's logs."""
-    from core.importers.webarena_render import import_webarena_render
+    from core.ingest.webarena_render import import_webarena_render
 
     with ui.import_store(ctx) as store, ui.progress_bar("importing renders") as progress:
         s = import_webarena_render(
@@ -69,7 +69,7 @@ def import_gold_cmd(
     ] = False,
 ) -> None:
     """Import human gold trajectories (the paper's xlsx, or CSV/JSONL with the same columns)."""
-    from core.importers.gold import import_gold
+    from core.ingest.gold import import_gold
 
     with ui.import_store(ctx) as store, ui.progress_bar("importing gold") as progress:
         s = import_gold(store, file, name, author=author, replace=replace, on_progress=progress)
@@ -90,7 +90,7 @@ def import_jsonl_cmd(
     run: Annotated[str, typer.Option("--run", help="Run name (a run of that name is replaced).")],
 ) -> None:
     """Import a trajreview JSONL run (validated against the shipped JSON Schema; all or nothing)."""
-    from core.importers.jsonl import import_jsonl
+    from core.ingest.jsonl import import_jsonl
 
     with ui.import_store(ctx) as store, ui.progress_bar("importing jsonl") as progress:
         s = import_jsonl(store, file, run, on_progress=progress)
@@ -113,7 +113,7 @@ def import_opagent_cmd(
     paradigm: Annotated[str, ui.PARADIGM_OPTION] = "step_by_step",
 ) -> None:
     """Import OpAgent's per-task trajectory files as one run; each file's score is the run's verdict."""
-    from core.importers.opagent import import_opagent
+    from core.ingest.opagent import import_opagent
 
     with ui.import_store(ctx) as store, ui.progress_bar("importing OpAgent files") as progress:
         s = import_opagent(

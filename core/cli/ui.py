@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from core.errors import InputError
-from core.runs import Paradigm
+from core.ingest.records import Paradigm
 from core.store import ShortLivedStore, Store, open_store
 
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
@@ -37,7 +37,7 @@ def _check_paradigm(value: str) -> str:
     return value
 
 
-# The --paradigm option of every import command: one list (core.runs.Paradigm), one check.
+# The --paradigm option of every import command: one list (core.ingest.records.Paradigm), one check.
 PARADIGM_OPTION = typer.Option(
     "--paradigm", help="Agent paradigm: " + ", ".join(PARADIGMS) + ".", callback=_check_paradigm
 )

@@ -27,7 +27,7 @@ def import_wav_run_cmd(
     workers: Annotated[int, typer.Option(help="Processes scoring tasks.")] = 2,
 ) -> None:
     """Import a WebArena-Verified run (agent responses + network traces) and score it officially."""
-    from core.importers.wav_run import import_wav_run
+    from core.ingest.wav_run import import_wav_run
 
     with ui.import_store(ctx) as store:
         with ui.progress_bar("reading and scoring tasks") as progress:

@@ -24,9 +24,9 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from core import redaction
 from core.errors import InputError
-from core.safe_files import LIMITS
+from core.files import redaction
+from core.files.safe_files import LIMITS
 
 # The official suffix list (NetworkEvent.is_evaluation_event): these requests never count for evaluation.
 STATIC_ASSET_SUFFIXES = (
@@ -488,7 +488,7 @@ _UTC = datetime.fromisoformat("2000-01-01T00:00:00+00:00").tzinfo
 
 
 def _secret_field(name: Any, value: Any) -> bool:
-    """A secret by its name (passwords, tokens, form keys) or by its value (core.redaction)."""
+    """A secret by its name (passwords, tokens, form keys) or by its value (core.files.redaction)."""
     return isinstance(name, str) and (
         bool(_SECRET_FIELD.search(name)) or redaction.secret_by_value(name, value)
     )
@@ -529,7 +529,7 @@ class _Secrets:
                 self.pattern = None
 
     def scrub_all(self, text: str | None) -> str | None:
-        """`scrub`, then well-known token shapes (core.redaction) wherever they are."""
+        """`scrub`, then well-known token shapes (core.files.redaction) wherever they are."""
         return redaction.scrub_tokens(self.scrub(text))
 
     def scrub(self, text: str | None) -> str | None:

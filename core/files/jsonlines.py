@@ -8,8 +8,8 @@ from typing import Any
 
 import orjson
 
-from core import safe_files
 from core.errors import InputError
+from core.files import safe_files
 
 # One line (one task's trajectory, or a gold step) is never read beyond this: a file without newlines
 # would otherwise be read whole, then parsed into several times its size.

@@ -1,6 +1,6 @@
-"""Secrets found by their value, not only by their field name (used by core.har before anything is stored).
+"""Secrets found by their value, not only by their field name (used by core.files.har before anything is stored).
 
-Name rules (core.har `_SECRET_FIELD`: token, password, session, ...) miss secrets whose field names are
+Name rules (core.files.har `_SECRET_FIELD`: token, password, session, ...) miss secrets whose field names are
 generic or short: signed-URL parameters (`X-Amz-Credential`, `X-Amz-Signature`, `sig`), an OAuth `code`,
 an API `key`, a JSON body's `credentials`. Three rules close that gap without touching the ordinary ids
 the evaluators compare (`id=123`, `sku=MH01-XS-Black`, `code=US`, `order_id=000000170`):
@@ -71,7 +71,7 @@ def looks_secret(value: Any) -> bool:
 
 
 def secret_by_value(name: Any, value: Any) -> bool:
-    """Whether field `name` holding `value` is a secret by the value rules (the name rules are core.har's)."""
+    """Whether field `name` holding `value` is a secret by the value rules (the name rules are core.files.har's)."""
     if not isinstance(name, str):
         return False
     if SIGNED_FIELD.fullmatch(name.strip()):
@@ -89,7 +89,7 @@ def scrub_tokens(text: str | None) -> str | None:
 def redact_text(text: str, secret_name: re.Pattern[str]) -> str:
     """Free text with the values of secret `name=value` / `name: value` pairs replaced.
 
-    `secret_name` is the name rule of the caller (core.har `_SECRET_FIELD`); the value rules apply too.
+    `secret_name` is the name rule of the caller (core.files.har `_SECRET_FIELD`); the value rules apply too.
     """
     if not text or ("=" not in text and ":" not in text):
         return scrub_tokens(text) or text

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from core import safe_files
 from core.errors import InputError
-from core.har import TRACE_FILES
-from core.runs import Problem
+from core.files import safe_files
+from core.files.har import TRACE_FILES
+from core.ingest.records import Problem
 
 AGENT_RESPONSE_FILE = "agent_response.json"
 SUBMISSION_SUMMARY = "summary.json"

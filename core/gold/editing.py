@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.action_grammar.webarena import gold_value, parse_gold_step
 from core.errors import InputError, TrajreviewError
-from core.gold_versions import GoldStep
+from core.gold.versions import GoldStep
+from core.measure.action_grammar.webarena import gold_value, parse_gold_step
 from core.store import Store, insert_rows, utcnow
-from core.text import normalise_text
+from core.values import normalise_text
 
 # A step as the editor hands it over: its text, or a mapping/GoldStep with text and flags.
 StepLike = str | Mapping[str, Any] | GoldStep
@@ -243,7 +243,7 @@ def restore(
 
 def draft_from_trajectory(store: Store, run: str, task_id: int, episode: str) -> list[str]:
     """The readable executed steps of an episode, in order: a starting point for a gold to edit."""
-    from core.metrics_run import step_text
+    from core.measure.metrics_run import step_text
 
     rows = store.query_dicts(
         "SELECT * FROM steps WHERE run = ? AND task_id = ? AND episode = ? AND executed_action IS NOT NULL"
@@ -294,7 +294,7 @@ def recompute_stale(store: Store, task_id: int, gold_set: str) -> int:
     """Recompute, with the offline judge, every run's metrics of the task that are stale for this gold
     set; returns how many (run, preset) were recomputed. Stale rows of another judge (an LLM run) stay
     stale until `trajreview metrics` recomputes them with that judge: this button never calls a model."""
-    from core.metrics_run import run_task_metrics
+    from core.measure.metrics_run import run_task_metrics
 
     runs = sorted({(r["run"], r["preset"]) for r in stale_metrics(store, task_id, gold_set)})
     for run, preset in runs:

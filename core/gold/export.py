@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from core.errors import InputError
-from core.importers.gold import ALTERNATIVE_COLUMN, COLUMNS
+from core.ingest.gold import ALTERNATIVE_COLUMN, COLUMNS
 from core.store import Store
 
 FORMATS = ("xlsx", "csv", "jsonl")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from core.action_grammar.webarena import gold_value, parse_gold_step
 from core.errors import InputError
+from core.measure.action_grammar.webarena import gold_value, parse_gold_step
 from core.store import Store, insert_rows, utcnow
-from core.text import normalise_text
+from core.values import normalise_text
 
 
 @dataclass
@@ -84,7 +84,7 @@ def save_gold_version(
 ) -> int:
     """Write the task's gold as a new version (highest + 1) and return it; older versions stay.
 
-    Unconditional (scripts, tests): reviewers save through `core.gold_editing.save_gold`, which refuses
+    Unconditional (scripts, tests): reviewers save through `core.gold.editing.save_gold`, which refuses
     a save based on a version that is no longer the current one.
 
     Step texts are whitespace-normalised and parsed like imported ones; empty texts and empty

@@ -2,7 +2,7 @@
 
 An episode directory holds `summary_info.json`, `step_<n>.pkl.gz` (a pickled `StepInfo` per step),
 `screenshot_step_<n>.png`, `exp_args.pkl`, `goal_object.pkl.gz`, `experiment.log`. Pickles are hostile
-input and are read only through `core.safe_pickle` (stand-ins, never `pickle.load`).
+input and are read only through `core.files.safe_pickle` (stand-ins, never `pickle.load`).
 
 Terminal-step rules (../shared/docs/data-formats.md section 2): the last step file is the state after
 the last action (`action` None, `reward` = episode outcome, rewards shifted by one step); the error of
@@ -25,13 +25,13 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field
 
-from core import safe_files, safe_pickle
-from core.action_grammar import ParsedAction, is_na_answer
-from core.action_grammar.browsergym import answer_call, parse_action, stated_action
 from core.errors import InputError
-from core.importers.common import import_run, source_verdict_rows
-from core.parallel import map_chunks
-from core.runs import Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.files import safe_files, safe_pickle
+from core.files.parallel import map_chunks
+from core.ingest.records import Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.ingest.writer import import_run, source_verdict_rows
+from core.measure.action_grammar import ParsedAction, is_na_answer
+from core.measure.action_grammar.browsergym import answer_call, parse_action, stated_action
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "agentlab"

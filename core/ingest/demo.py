@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from core.datasets import import_tasks
+from core.ingest.tasks import import_tasks
 from core.paths import REPO_ROOT
 from core.store import Store
 
@@ -23,7 +23,7 @@ def _tasks(store: Store) -> str:
 
 def _agentlab_sample(store: Store) -> str:
     # The real BrowserGym/AgentLab sample (13 episodes, every ending); model read from its step files.
-    from core.importers.agentlab import import_agentlab
+    from core.ingest.agentlab import import_agentlab
     from core.paths import shared_data_dir
 
     s = import_agentlab(store, shared_data_dir() / "browsergym-run", "agentlab-sample", agent="GenericAgent")
@@ -32,7 +32,7 @@ def _agentlab_sample(store: Store) -> str:
 
 def _wav_demo(store: Store) -> str:
     # The official WebArena-Verified demo run (tasks 107, 108), scored with its demo environment config.
-    from core.importers.wav_run import import_wav_run
+    from core.ingest.wav_run import import_wav_run
     from core.paths import shared_data_dir
 
     wav = shared_data_dir() / "webarena-verified"
@@ -42,7 +42,7 @@ def _wav_demo(store: Store) -> str:
 
 def _webarena_render_babelcloud(store: Store) -> str:
     # The whole real 812-task babelcloud run, PASS/FAIL from its per-task logs.
-    from core.importers.webarena_render import import_webarena_render
+    from core.ingest.webarena_render import import_webarena_render
     from core.paths import shared_data_dir
 
     folder = shared_data_dir() / "webarena-render" / "babelcloud__webarena" / "gbox" / "trajectories"
@@ -54,7 +54,7 @@ def _webarena_render_babelcloud(store: Store) -> str:
 
 def _paper_gold(store: Store) -> str:
     # The paper's human gold trajectories.
-    from core.importers.gold import import_gold
+    from core.ingest.gold import import_gold
     from core.paths import shared_data_dir
 
     s = import_gold(store, shared_data_dir() / "human-gold" / "Golden Human Trajectories.xlsx", "paper-gold")
@@ -64,7 +64,7 @@ def _paper_gold(store: Store) -> str:
 def _opagent(store: Store) -> str:
     # OpAgent's whole 809-task multi-step run (Apache-2.0), its scores as the run's own verdicts; the
     # import evaluates it offline too, like every run without traces.
-    from core.importers.opagent import import_opagent
+    from core.ingest.opagent import import_opagent
     from core.paths import shared_data_dir
 
     s = import_opagent(store, shared_data_dir() / "oagent-run", "opagent", paradigm="step_by_step")
@@ -73,7 +73,7 @@ def _opagent(store: Store) -> str:
 
 def _offline_evaluation(store: Store) -> str:
     # Runs without traces were evaluated offline at import: say how far they agree with their own verdicts.
-    from core.offline_eval.agreement import agreement
+    from core.scoring.offline.agreement import agreement
 
     parts = []
     for run in ("agentlab-sample", "webarena-render-babelcloud", "opagent"):
@@ -85,8 +85,8 @@ def _offline_evaluation(store: Store) -> str:
 def _demo_metrics(store: Store) -> str:
     # Offline judge: the demo must build without any LLM endpoint; results are marked approximate.
     # Without the optional embedding stage, so the demo builds in seconds (`trajreview metrics` uses it).
-    from core.judge.cascade import make_judge
-    from core.metrics_run import run_metrics
+    from core.measure.judge.cascade import make_judge
+    from core.measure.metrics_run import run_metrics
 
     lines = []
     for run in ("agentlab-sample", "webarena-render-babelcloud", "opagent"):

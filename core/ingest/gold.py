@@ -7,7 +7,7 @@ gets one alternative per block, in file order (step numbers restart inside a tas
 boundary, not the number, separates alternatives); whitespace is normalised (non-breaking spaces,
 doubled and trailing spaces), the text is otherwise kept verbatim.
 
-Import writes version 1 of every task's gold; edits add versions (core/gold_versions.py), never overwrite.
+Import writes version 1 of every task's gold; edits add versions (core/gold/versions.py), never overwrite.
 """
 
 from __future__ import annotations
@@ -21,19 +21,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core import safe_files
-from core.action_grammar.webarena import gold_value, parse_gold_step
 from core.errors import InputError
-from core.jsonlines import iter_jsonl
-from core.safe_files import task_id_ok
+from core.files import safe_files
+from core.files.jsonlines import iter_jsonl
+from core.files.safe_files import task_id_ok
+from core.measure.action_grammar.webarena import gold_value, parse_gold_step
 from core.store import Store, insert_rows, utcnow
-from core.text import normalise_text
+from core.values import normalise_text
 
 COLUMNS = ("Task No.", "Step No.", "Text")
 # Optional fourth column written by `trajreview export gold`: the 1-based alternative of the row, so a
 # task's alternatives stay apart even as adjacent blocks. Without it, blocks separate alternatives.
 ALTERNATIVE_COLUMN = "Alternative"
-MAX_BYTES = 64 * 1024 * 1024  # an xlsx unpacked (the paper's: 0.7 MB); the file itself: core.safe_files
+MAX_BYTES = 64 * 1024 * 1024  # an xlsx unpacked (the paper's: 0.7 MB); the file itself: core.files.safe_files
 
 
 @dataclass

@@ -16,14 +16,14 @@ from typing import Any
 
 import orjson
 
-from core.action_grammar import ParsedAction, is_na_answer
-from core.action_grammar.browsergym import parse_action as parse_browsergym_action
-from core.action_grammar.webarena import describe, element_from_axtree, parse_webarena_action
-from core.datasets import ensure_tasks
 from core.errors import InputError
-from core.importers.common import import_run, source_verdict_rows
-from core.jsonlines import iter_jsonl
-from core.runs import Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.files.jsonlines import iter_jsonl
+from core.ingest.records import Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.ingest.tasks import ensure_tasks
+from core.ingest.writer import import_run, source_verdict_rows
+from core.measure.action_grammar import ParsedAction, is_na_answer
+from core.measure.action_grammar.browsergym import parse_action as parse_browsergym_action
+from core.measure.action_grammar.webarena import describe, element_from_axtree, parse_webarena_action
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "jsonl"

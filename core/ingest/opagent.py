@@ -29,13 +29,13 @@ from typing import Any
 
 import orjson
 
-from core import safe_files
-from core.action_grammar import is_na_answer
-from core.action_grammar.opagent import describe_opagent, parse_opagent_action, raw_action
-from core.datasets import ensure_tasks
 from core.errors import InputError
-from core.importers.common import import_run, source_verdict_rows
-from core.runs import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.files import safe_files
+from core.ingest.records import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.ingest.tasks import ensure_tasks
+from core.ingest.writer import import_run, source_verdict_rows
+from core.measure.action_grammar import is_na_answer
+from core.measure.action_grammar.opagent import describe_opagent, parse_opagent_action, raw_action
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "opagent"
@@ -284,7 +284,7 @@ def import_opagent(
             reason = f"not valid JSON ({str(exc).splitlines()[0][:200]})"
         except NotAnOpAgentFile as exc:
             reason = f"not an OpAgent trajectory ({exc})"
-        except InputError as exc:  # a link, a FIFO, a file beyond the limit (core.safe_files)
+        except InputError as exc:  # a link, a FIFO, a file beyond the limit (core.files.safe_files)
             reason = f"refused: {exc.reason}"
         except (OSError, RecursionError, MemoryError) as exc:
             reason = f"cannot be read ({type(exc).__name__})"

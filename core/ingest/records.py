@@ -1,6 +1,6 @@
 """The run model: typed records every importer builds and the writer stores.
 
-One record per concept, each field documented, so importers, the writer (`core.importers.common`), the
+One record per concept, each field documented, so importers, the writer (`core.ingest.writer`), the
 submission reader and the CLI share one vocabulary without reaching into each other.
 """
 
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from core.action_grammar import ParsedAction
+from core.measure.action_grammar import ParsedAction
 
 Paradigm = Literal["step_by_step", "tree_search", "full_plan", "human", "unknown"]
 Termination = Literal["answered", "na_answer", "early_stop", "truncated", "error", "interrupted", "none"]

@@ -19,17 +19,17 @@ import orjson
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
-from core import safe_files
-from core.agent_response import AgentResponseCheck, agent_response_row, check_agent_response
-from core.datasets import ensure_tasks
 from core.errors import InputError
-from core.har import NETWORK_EVENTS_SCHEMA, TRACE_FILES, TraceTooLarge, parse_trace
-from core.importers.common import import_run
-from core.parallel import map_chunks
-from core.runs import Paradigm, Problem, RunMeta
-from core.scoring import ScoringInput, config_key, load_config, score_chunk, write_scores
+from core.files import safe_files
+from core.files.har import NETWORK_EVENTS_SCHEMA, TRACE_FILES, TraceTooLarge, parse_trace
+from core.files.parallel import map_chunks
+from core.files.submission import AGENT_RESPONSE_FILE, run_directory
+from core.ingest.records import Paradigm, Problem, RunMeta
+from core.ingest.tasks import ensure_tasks
+from core.ingest.writer import import_run
+from core.scoring.agent_response import AgentResponseCheck, agent_response_row, check_agent_response
+from core.scoring.engine import ScoringInput, config_key, load_config, score_chunk, write_scores
 from core.store import Store, insert_rows
-from core.submission import AGENT_RESPONSE_FILE, run_directory
 
 SOURCE_FORMAT = "wav-run"
 RUN_CONFIG_FILE = "run_config.json"

@@ -30,9 +30,14 @@ from typing import Any
 import orjson
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from core import safe_files
-from core.action_grammar import ParsedAction, is_na_answer
-from core.action_grammar.webarena import (
+from core.errors import InputError
+from core.files import safe_files
+from core.files.safe_files import task_id_ok
+from core.ingest.records import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.ingest.tasks import ensure_tasks
+from core.ingest.writer import import_run
+from core.measure.action_grammar import ParsedAction, is_na_answer
+from core.measure.action_grammar.webarena import (
     EARLY_STOP_PREFIX,
     ERROR_STOP_PREFIX,
     describe,
@@ -41,11 +46,6 @@ from core.action_grammar.webarena import (
     stated_action,
     valid_text,
 )
-from core.datasets import ensure_tasks
-from core.errors import InputError
-from core.importers.common import import_run
-from core.runs import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
-from core.safe_files import task_id_ok
 from core.store import Store, insert_rows, utcnow
 
 SOURCE_FORMAT = "webarena-render"

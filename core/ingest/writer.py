@@ -1,6 +1,6 @@
 """The run writer every importer shares: atomic replacement of a run, its problems and trajectory rows.
 
-The records it writes are the run model of `core.runs`."""
+The records it writes are the run model of `core.ingest.records`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import duckdb
 import orjson
 
 from core.errors import InputError
-from core.runs import Problem, RunMeta, TrajectoryRecord, mark_answers
+from core.ingest.records import Problem, RunMeta, TrajectoryRecord, mark_answers
 from core.store import Store, insert_rows, utcnow
 
 # Tables whose rows belong to one run: replacing a run clears all of them.
@@ -115,7 +115,7 @@ def import_run(
     """Write a whole run atomically: replace it, then its trajectories, problems and any extra writes.
 
     `extra_writes` are callables `f(cur)` for format-specific tables (e.g. network events). Runs without
-    network traces are then evaluated offline with WebArena's evaluators (core.offline_eval; well under
+    network traces are then evaluated offline with WebArena's evaluators (core.scoring.offline; well under
     a second for 812 tasks), in the same transaction.
     """
     try:
@@ -130,7 +130,7 @@ def import_run(
 
 
 def _write_run(store, meta, trajectories, problems, extra_writes) -> None:
-    from core.offline_eval.run import NO_TRACE_FORMATS, evaluate_offline_on
+    from core.scoring.offline.run import NO_TRACE_FORMATS, evaluate_offline_on
 
     with store.transaction() as cur:
         replace_run(cur, meta)

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import InputError
-from core.judge import KINDS, Judge, Pair
-from core.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from core.measure.judge import KINDS, Judge, Pair
+from core.measure.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 _TRUE = {"1", "true", "yes", "y", "equivalent", "same", "right", "found"}
 _FALSE = {"0", "false", "no", "n", "different", "not_equivalent", "wrong", "not_found"}

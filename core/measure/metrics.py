@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from core.action_grammar import is_na_answer
+from core.measure.action_grammar import is_na_answer
 
 Equiv = Callable[[int, int], bool | None]
 

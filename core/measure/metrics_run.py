@@ -1,6 +1,6 @@
 """Orchestration: load a run's trajectories and a gold set from the store, ask the judge every pair
 the metrics need (in one batch, so the LLM stage can run concurrently and the cache is hit once), compute
-the pure metrics of `core.metrics`, and write `alignments` and `metrics`.
+the pure metrics of `core.measure.metrics`, and write `alignments` and `metrics`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from core import metrics as m
-from core.action_grammar import ParsedAction, readable
-from core.judge import Judge, Pair, Verdict
-from core.requirements import ensure_requirements, requirements_by_task
+from core.measure import metrics as m
+from core.measure.action_grammar import ParsedAction, readable
+from core.measure.judge import Judge, Pair, Verdict
+from core.measure.requirements import ensure_requirements, requirements_by_task
 from core.store import Store, insert_rows, utcnow
 
 # Run formats whose stated action *is* the executed one: EAR counts a browser error as the mismatch.
@@ -454,6 +454,6 @@ def run_task_metrics(
 ) -> RunSummary:
     """Compute and store one task's metrics with the offline judge, as `trajreview metrics` would (the task
     page's button)."""
-    from core.judge.cascade import make_judge
+    from core.measure.judge.cascade import make_judge
 
     return run_metrics(store, run, gold_set, make_judge("offline", store), preset=preset, task_ids=[task_id])

@@ -1,6 +1,6 @@
 """How one requirement with alternative spellings is written as one text: 'Anglebert Dinkherhump || Dinkherhump'.
 
-`core.requirements` joins the spellings when it stores a requirement; the judge's rule stage splits
+`core.measure.requirements` joins the spellings when it stores a requirement; the judge's rule stage splits
 them when it looks for the requirement in an answer (any spelling satisfies it). Pure, so both layers
 import it.
 """

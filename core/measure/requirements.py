@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from core.errors import InputError
-from core.requirement_spellings import join_spellings
+from core.measure.requirement_spellings import join_spellings
 from core.store import Store, insert_rows
 
 SOURCES_BY_PRECEDENCE = ("import", "verified_retrieved_data", "original_must_include")

@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
-from core import metrics as m
-from core.gold_versions import current_gold
-from core.judge import Pair
-from core.metrics_run import NULL_REASONS, load_task_inputs
+from core.gold.versions import current_gold
+from core.measure import metrics as m
+from core.measure.judge import Pair
+from core.measure.metrics_run import NULL_REASONS, load_task_inputs
 from core.store import Store
 
 METRIC_NAMES = ("ssr", "ssr_unordered", "rr", "mean_recovery_cost", "repr", "psr", "ear")
@@ -106,7 +106,7 @@ def alignment_view(
     alternative: int | None = None,
 ) -> AlignmentView | None:
     """The three-column view of the run's answer attempt against the gold; None without gold or attempt."""
-    from core.judge.cascade import CascadeJudge
+    from core.measure.judge.cascade import CascadeJudge
 
     gold = current_gold(store, gold_set, task_id)
     inputs = load_task_inputs(store, run, gold_set, [task_id])

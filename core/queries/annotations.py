@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.annotations import TARGET_KEYS
-from core.judge_agreement import cohen_kappa, kappa_ci
-from core.stats import wilson_ci
+from core.measure.judge_agreement import cohen_kappa, kappa_ci
+from core.measure.stats import wilson_ci
+from core.review.annotations import TARGET_KEYS
 from core.store import Store
 
 STAGES = ("rule", "lexical", "embedding", "llm", "offline")

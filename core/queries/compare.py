@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from core.measure.stats import mcnemar_exact, paired_bootstrap_diff
 from core.queries.paper_tables import METRIC_COLUMNS
 from core.queries.runs import verdicts_sql
-from core.stats import mcnemar_exact, paired_bootstrap_diff
 from core.store import Store
 
 OUTCOMES = ("both pass", "A only", "B only", "both fail")

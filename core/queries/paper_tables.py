@@ -4,7 +4,7 @@ Table 3: success per domain (official site key) per run, with deltas between run
 Table 4: metric means ± SD; Table 6: steps per human (gold) and per agent; Table 7: answer categories
 of tasks with ≥ 2 requirements. Every mean says how many tasks contributed (undefined metrics are
 left out, never counted as 0), and how many it leaves out and why (`left_out`, `left_out_why`: the
-NULL reasons of core.metrics_run.NULL_REASONS, e.g. `answer_only 812`).
+NULL reasons of core.measure.metrics_run.NULL_REASONS, e.g. `answer_only 812`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from core.metrics import ANSWER_CATEGORIES, task_success
-from core.stats import bootstrap_ci, paired_bootstrap_diff, summarize
+from core.measure.metrics import ANSWER_CATEGORIES, task_success
+from core.measure.stats import bootstrap_ci, paired_bootstrap_diff, summarize
 from core.store import Store
 
 METRIC_COLUMNS = (

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from core.stats import wilson_ci
+from core.measure.stats import wilson_ci
 from core.store import Store
 
 # The official per-site rule, stated wherever a per-site figure is shown.

@@ -3,7 +3,7 @@
 We never re-implement an evaluator: each task goes through the installed engine's `evaluate_task`.
 What we add is speed (one `WebArenaVerified` per process, traces parsed once and handed over as a
 prebuilt `NetworkTrace`, both cores), storage, and a sentence per failing evaluator
-(`core.explanations`) with the trace event it matched or the nearest one.
+(`core.scoring.explanations`) with the trace event it matched or the nearest one.
 
 Only a few engine internals are touched, and only to *locate* events for explanations, never to decide
 a status: the evaluator's own filter/normalise steps (pinned engine version, see pyproject).
@@ -22,12 +22,12 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, Field, ValidationError
 
-from core import explanations
 from core.errors import InputError
-from core.har import TRACE_FILES, redact_report
-from core.parallel import map_chunks
+from core.files.har import TRACE_FILES, redact_report
+from core.files.parallel import map_chunks
+from core.files.submission import run_directory
+from core.scoring import explanations
 from core.store import Store, insert_rows, utcnow
-from core.submission import run_directory
 
 SOURCE = "webarena-verified"
 ENGINE_LOGGER = "WebArena-Verified"
@@ -48,7 +48,7 @@ class ScoringInput(BaseModel):
     """One task of a run as the engine needs it: the raw response text and the HAR entries.
 
     Give `har_path` instead of entries to let the scoring process read the trace itself (with
-    `core.har.load_trace_entries`): the parent then never holds or pickles the entries.
+    `core.files.har.load_trace_entries`): the parent then never holds or pickles the entries.
     """
 
     task_id: int
@@ -178,7 +178,7 @@ def _read_entries(path: Path | None) -> list[dict] | None:
     the file itself, so its verdict on odd files stays its own)."""
     if path is None:
         return []
-    from core.har import TraceTooLarge, load_trace_entries
+    from core.files.har import TraceTooLarge, load_trace_entries
 
     try:
         return load_trace_entries(path)
@@ -246,7 +246,7 @@ def score_inputs(
     """Score tasks with the official engine; results in input order.
 
     `workers=1` scores in this process; more use worker processes that each build their engine once
-    (`core.parallel`). Inputs are consumed lazily, so a generator of inputs never sits in memory
+    (`core.files.parallel`). Inputs are consumed lazily, so a generator of inputs never sits in memory
     whole. A bad config raises `InputError` before any work; a bad task gives status `error`.
     """
     config_json = config_key(config)
@@ -276,7 +276,7 @@ def _json(value: Any) -> str | None:
 
 
 def _valid_str(value: Any) -> str:
-    from core.action_grammar.webarena import valid_text
+    from core.measure.action_grammar.webarena import valid_text
 
     return valid_text(str(value))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.metrics_run import run_task_metrics
+from core.measure.metrics_run import run_task_metrics
 from core.queries import alignment as q
 from core.queries.task import gold_sets_with_task
 from dashboard import state

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core import gold_editing as ge
+from core.gold import editing as ge
 from core.queries.task import gold_sets_with_task
 from dashboard import identity, state
 from dashboard.components import gold_history

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core import gold_editing as ge
+from core.gold import editing as ge
 from dashboard import state
 from dashboard.db import read, write
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.annotations import MARKS, PairMark, mark_pairs
 from core.queries import alignment as q
 from core.queries import annotations as qa
+from core.review.annotations import MARKS, PairMark, mark_pairs
 from dashboard.db import read, read_only, write
 from dashboard.identity import ask_reviewer_name, reviewer_name
 from dashboard.text import escape_md

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.annotations import annotate
 from core.queries import annotations as qa
+from core.review.annotations import annotate
 from dashboard.db import read, read_only, write
 from dashboard.identity import ask_reviewer_name
 from dashboard.text import escape_md

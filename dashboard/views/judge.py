@@ -7,9 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.annotations import add_label, retire_label
 from core.queries import annotations as qa
 from core.queries.runs import run_names
+from core.review.annotations import add_label, retire_label
 from dashboard import charts, state
 from dashboard.db import read, read_only, write
 from dashboard.identity import ask_reviewer_name

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from core.metrics_run import NULL_REASONS
+from core.measure.metrics_run import NULL_REASONS
 from core.queries import metrics_view as q
 from dashboard import state
 from dashboard.charts import export_config, paradigm_bars

@@ -2,7 +2,7 @@
 
 Action strings are Python call expressions, one call per line. They are parsed with `ast.parse` and
 `ast.literal_eval` on argument nodes, which never execute anything. Each call maps to one canonical
-verb of `core.action_grammar`. Element ids (bids) resolve to role and accessible name through the
+verb of `core.measure.action_grammar`. Element ids (bids) resolve to role and accessible name through the
 AXTree text of the observation the action was chosen on (`[184] link 'My Account'` lines).
 """
 
@@ -12,7 +12,7 @@ import ast
 import re
 from functools import cached_property
 
-from core.action_grammar import ParsedAction, readable
+from core.measure.action_grammar import ParsedAction, readable
 
 # BrowserGym function name -> canonical verb (browsergym.core.action.functions, all action sets).
 FUNCTION_VERBS = {

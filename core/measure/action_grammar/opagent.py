@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from core.action_grammar import ParsedAction
+from core.measure.action_grammar import ParsedAction
 
-# OpAgent action_type -> canonical verb (core.action_grammar.VERBS). right_click and the zooms have no
+# OpAgent action_type -> canonical verb (core.measure.action_grammar.VERBS). right_click and the zooms have no
 # canonical verb of their own: right_click is a click, the zooms change the view like a scroll.
 _VERBS = {
     "click": "click", "right_click": "click", "double_click": "dblclick", "hover": "hover",

@@ -1,4 +1,4 @@
-"""How verbs are spelled in step text, mapped to the canonical verbs of `core.action_grammar.VERBS`.
+"""How verbs are spelled in step text, mapped to the canonical verbs of `core.measure.action_grammar.VERBS`.
 
 Grammar function names are defined beside their parsers (`browsergym.FUNCTION_VERBS`,
 `webarena.ACTION_VERBS`); this module adds the English words of step sentences — the human gold and
@@ -9,8 +9,8 @@ classes.
 
 from __future__ import annotations
 
-from core.action_grammar.browsergym import FUNCTION_VERBS
-from core.action_grammar.webarena import ACTION_VERBS
+from core.measure.action_grammar.browsergym import FUNCTION_VERBS
+from core.measure.action_grammar.webarena import ACTION_VERBS
 
 # English word (lower case) -> canonical verb, for a word that starts a clause of a step sentence.
 STEP_VERBS = {

@@ -17,9 +17,9 @@ import ast
 import re
 import unicodedata
 
-from core.action_grammar import ParsedAction, readable
+from core.measure.action_grammar import ParsedAction, readable
 
-# WebArena verb -> canonical verb (core.action_grammar.VERBS). `page_focus` is how action2str writes
+# WebArena verb -> canonical verb (core.measure.action_grammar.VERBS). `page_focus` is how action2str writes
 # tab_focus; `none` is an output the harness could not parse (executed as a no-op).
 ACTION_VERBS = {
     "click": "click", "hover": "hover", "type": "type", "press": "press", "scroll": "scroll",

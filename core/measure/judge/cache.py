@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import orjson
 import pyarrow as pa
 
-from core.judge import JUDGE_VERSION, Pair, Verdict
+from core.measure.judge import JUDGE_VERSION, Pair, Verdict
 from core.store import Store, utcnow
 
 

@@ -13,11 +13,16 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.judge import Pair, ProgressCallback, Verdict
-from core.judge.cache import JudgmentCache
-from core.judge.lexical import DEFAULT_BAND, Band, score_pair, settle_offline
-from core.judge.llm import LLMConfig, LLMStage, load_prompts, prompt_versions
-from core.judge.rules import decide_repeat, decide_requirement, decide_stated_vs_executed, decide_steps
+from core.measure.judge import Pair, ProgressCallback, Verdict
+from core.measure.judge.cache import JudgmentCache
+from core.measure.judge.lexical import DEFAULT_BAND, Band, score_pair, settle_offline
+from core.measure.judge.llm import LLMConfig, LLMStage, load_prompts, prompt_versions
+from core.measure.judge.rules import (
+    decide_repeat,
+    decide_requirement,
+    decide_stated_vs_executed,
+    decide_steps,
+)
 from core.store import Store
 
 JUDGE_CONFIGS = ("offline", "cascade", "llm")
@@ -154,7 +159,7 @@ def make_judge(
     llm = LLMStage(config, load_prompts()) if config else None
     embedder = None
     if use_embeddings and name != "llm":
-        from core.judge import embeddings
+        from core.measure.judge import embeddings
 
         ok, _ = embeddings.available()
         embedder = embeddings.EmbeddingStage() if ok else None

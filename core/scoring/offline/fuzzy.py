@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from string import Template
 
-from core.judge import Pair, Verdict
-from core.judge.cache import JudgmentCache
-from core.judge.llm import LLMConfig, LLMStage, Prompt, prompt_versions
-from core.offline_eval.webarena import FuzzyAnswer, FuzzyQuestion, TaskRecord, fuzzy_questions
+from core.measure.judge import Pair, Verdict
+from core.measure.judge.cache import JudgmentCache
+from core.measure.judge.llm import LLMConfig, LLMStage, Prompt, prompt_versions
 from core.paths import PROMPTS_DIR
+from core.scoring.offline.webarena import FuzzyAnswer, FuzzyQuestion, TaskRecord, fuzzy_questions
 from core.store import Store
 
 KINDS = ("fuzzy_match", "ua_match")

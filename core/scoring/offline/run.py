@@ -1,5 +1,5 @@
 """Offline evaluation of a stored run: load each task's answer attempt and its config, run WebArena's
-evaluators (core.offline_eval.webarena), and store one `evaluator_results` row per evaluator plus the
+evaluators (core.scoring.offline.webarena), and store one `evaluator_results` row per evaluator plus the
 task's offline status beside the run's own verdict in `evaluations`.
 
 - Config: the one the run recorded (a render header, an OpAgent file: `trajectories.task_config`) when
@@ -24,8 +24,8 @@ from typing import Any
 import duckdb
 import orjson
 
-from core.explanations import clip
-from core.offline_eval.webarena import FuzzyAnswer, Outcome, TaskRecord, combined_status, evaluate_task
+from core.scoring.explanations import clip
+from core.scoring.offline.webarena import FuzzyAnswer, Outcome, TaskRecord, combined_status, evaluate_task
 from core.store import Store, insert_rows
 
 # Run formats without network traces: the official engine cannot score them, the offline evaluators can.
@@ -120,7 +120,7 @@ def records_from_trajectories(
 ) -> list[tuple[int, str | None, TaskRecord | None, str | None, str | None]]:
     """The same records as `load_task_records`, built from the run's in-memory `TrajectoryRecord`s (the
     import path: the steps just inserted need not be read back)."""
-    from core.runs import mark_answers
+    from core.ingest.records import mark_answers
 
     answers = mark_answers(trajectories)
     originals = cur.execute(
@@ -282,7 +282,7 @@ def evaluate_run_offline(
     store: Store, run: str, *, fuzzy_judge: Any = None, on_progress: Callable[[int, int], None] | None = None
 ) -> OfflineSummary:
     """`trajreview evaluate-offline`: re-run the offline evaluators of a stored run in one transaction.
-    With a `FuzzyJudge` (core.offline_eval.fuzzy), fuzzy_match and the N/A rule are asked to the LLM first."""
+    With a `FuzzyJudge` (core.scoring.offline.fuzzy), fuzzy_match and the N/A rule are asked to the LLM first."""
     from core.errors import TrajreviewError
 
     found = store.query("SELECT source_format FROM runs WHERE name = ?", [run])

@@ -12,7 +12,7 @@ Semantics follow `evaluation_harness/evaluators.py` of web-arena-x/webarena (OpA
 - `url_match`: the last page URL, trailing `/` removed, against `reference_url` (alternatives joined
   by ` |OR| `) under `url_note` "GOLD in PRED" (the default): some reference `host+path` is a substring
   of the page's `host+path`, and for every query key of the references one of their values is among the
-  page's values; hosts are compared in placeholder form (core.offline_eval.urls);
+  page's values; hosts are compared in placeholder form (core.scoring.offline.urls);
 - `program_html`: reads the live site after the run (a JS locator or an API helper on a page): never
   decidable offline; its sentence says what it checks and where.
 A result is `success`, `failure` or `unresolved` (with the reason: `needs_llm`, `needs_live_site`,
@@ -33,8 +33,8 @@ from urllib.parse import parse_qs, urlparse
 
 from nltk.tokenize import word_tokenize
 
-from core.explanations import clip, quoted, short_url
-from core.offline_eval.urls import canonical_url
+from core.scoring.explanations import clip, quoted, short_url
+from core.scoring.offline.urls import canonical_url
 
 EVALUATORS = ("string_match", "url_match", "program_html")
 OR = " |OR| "
