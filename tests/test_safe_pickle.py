@@ -221,7 +221,7 @@ def test_a_deeply_nested_dict_key_does_not_crash_the_process(repo_root):
     # Hashing the key recursed in C without a depth check: a 1 MB pickle (a few KB gzipped) was a
     # segmentation fault of the whole import. Run in a child so a crash fails this test, not pytest.
     code = (
-        "import sys; from core import safe_pickle\n"
+        "import sys; from core.files import safe_pickle\n"
         f"data = b'\\x80\\x02}}' + b')' + b'\\x85' * {10**6} + b'Ns.'\n"
         "(key,) = safe_pickle.loads(data)\n"
         "depth = 0\n"
