@@ -9,6 +9,7 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.values import is_missing
 from dashboard.text import clip
 
 SUCCESS_COLOR = "#2f6fde"
@@ -78,7 +79,7 @@ def judge_kappa(stages: pd.DataFrame) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             y=labels, x=kappa.fillna(0), orientation="h", marker_color=SUCCESS_COLOR,
-            text=["κ undefined" if pd.isna(k) else f"{k:.2f}" for k in kappa], textposition="outside",
+            text=["κ undefined" if is_missing(k) else f"{k:.2f}" for k in kappa], textposition="outside",
             error_x={"type": "data", "symmetric": False,
                      "array": (df["kappa_high"].astype(float) - kappa).fillna(0).tolist(),
                      "arrayminus": (kappa - df["kappa_low"].astype(float)).fillna(0).tolist(),

@@ -11,7 +11,6 @@ HTML in labels), and the file loads nothing from the network.
 from __future__ import annotations
 
 import html
-import math
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from core.measure.metrics_run import NULL_REASONS
 from core.queries import breakdowns, compare, metrics_view
 from core.queries.runs import MULTI_SITE_RULE, runs_table
 from core.store import Store
+from core.values import is_missing
 from dashboard.charts import paradigm_bars, rate_bars
 
 STYLE = """
@@ -41,12 +41,8 @@ def _e(value) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _missing(v) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-
-
 def _cell(v) -> tuple[str, bool]:
-    if _missing(v):
+    if is_missing(v):
         return "–", False
     if isinstance(v, bool):
         return ("yes" if v else "no"), False
@@ -71,7 +67,7 @@ def table_html(df: pd.DataFrame) -> str:
 
 
 def _rate(r, lo, hi, n) -> str:
-    if _missing(r):
+    if is_missing(r):
         return "– (no scored task)"
     return f"{r * 100:.1f} % [{lo * 100:.1f}–{hi * 100:.1f}] of {int(n)}"
 
@@ -126,8 +122,8 @@ def build(store: Store, runs: Sequence[str], *, database_name: str = "") -> str:
         s, o = cmp.success, cmp.outcomes
         two = pd.DataFrame({"": ["A passed", "A failed"], "B passed": [o["both pass"], o["B only"]],
                             "B failed": [o["A only"], o["both fail"]]})  # fmt: skip
-        diff = "–" if _missing(s["diff"]) else f"{s['diff'] * 100:+.1f} points"
-        ci = "" if _missing(s["ci_low"]) else f" [{s['ci_low'] * 100:+.1f}, {s['ci_high'] * 100:+.1f}]"
+        diff = "–" if is_missing(s["diff"]) else f"{s['diff'] * 100:+.1f} points"
+        ci = "" if is_missing(s["ci_low"]) else f" [{s['ci_low'] * 100:+.1f}, {s['ci_high'] * 100:+.1f}]"
         body = (f"<p>A = <b>{_e(cmp.a)}</b>, B = <b>{_e(cmp.b)}</b>, paired over {s['n']} tasks both scored "
                 f"({_e(', '.join(f'{k} {v}' for k, v in cmp.unpaired.items()))}). B − A = {diff}{ci} "
                 f"(paired bootstrap 95 % CI); McNemar exact p = {cmp.mcnemar_p:.3g}.</p>"

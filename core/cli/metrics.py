@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Annotated
 
-import pandas as pd
 import typer
 
 from core.cli import ui
+from core.values import is_missing
 
 _FORMATS = ("table", "csv", "json")
 
@@ -97,11 +97,9 @@ def _emit(title: str, df, fmt: str) -> None:
 
 
 def _cell(value):
-    if value is None or value is pd.NA:
+    if is_missing(value):
         return ""
-    if isinstance(value, float):
-        return "" if value != value else f"{value:.3f}"
-    return value
+    return f"{value:.3f}" if isinstance(value, float) else value
 
 
 def report_cmd(

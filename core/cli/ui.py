@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import get_args
@@ -15,6 +15,7 @@ from rich.table import Table
 
 from core.errors import InputError
 from core.ingest.records import Paradigm
+from core.progress import ProgressCallback
 from core.store import ShortLivedStore, Store, open_store
 
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
@@ -24,8 +25,6 @@ console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200, ma
 err_console = Console(
     stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200, markup=False, highlight=False
 )
-
-ProgressCallback = Callable[[int, int], None]
 
 
 PARADIGMS: tuple[str, ...] = get_args(Paradigm)

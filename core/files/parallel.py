@@ -15,10 +15,11 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
+from core.progress import ProgressCallback
+
 T = TypeVar("T")
 R = TypeVar("R")
 
-ProgressCallback = Callable[[int, int], None]
 Indexed = tuple[int, list]
 
 

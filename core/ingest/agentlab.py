@@ -17,7 +17,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from core.ingest.records import Problem, RunMeta, StepRecord, TrajectoryRecord
 from core.ingest.writer import import_run, source_verdict_rows
 from core.measure.action_grammar import ParsedAction, is_na_answer
 from core.measure.action_grammar.browsergym import answer_call, parse_action, stated_action
+from core.progress import ProgressCallback
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "agentlab"
@@ -50,8 +51,6 @@ _ACTION_BLOCK = re.compile(r"<action>.*?(?:</action>|$)", re.DOTALL)
 _THINK_TAGS = re.compile(r"</?think>")
 # Below this much step data, reading in this process beats starting worker processes.
 _PARALLEL_MIN_BYTES = 24 * 1024 * 1024
-
-ProgressCallback = Callable[[int, int], None]
 
 
 class EpisodeRead(BaseModel):

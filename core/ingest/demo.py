@@ -8,6 +8,7 @@ from pathlib import Path
 
 from core.ingest.tasks import import_tasks
 from core.paths import REPO_ROOT
+from core.progress import ProgressCallback
 from core.store import Store
 
 DEMO_DB = REPO_ROOT / "data" / "demo.duckdb"
@@ -103,7 +104,7 @@ def demo_steps() -> list[DemoStep]:
     ]  # fmt: skip
 
 
-def build_demo(path: Path = DEMO_DB, on_progress: Callable[[int, int], None] | None = None) -> list[str]:
+def build_demo(path: Path = DEMO_DB, on_progress: ProgressCallback | None = None) -> list[str]:
     """Build into a temporary file and move it into place, so a failed build leaves nothing behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ from core.files import safe_files
 from core.files.jsonlines import iter_jsonl
 from core.files.safe_files import task_id_ok
 from core.measure.action_grammar.webarena import gold_value, parse_gold_step
+from core.progress import ProgressCallback
 from core.store import Store, insert_rows, utcnow
 from core.values import normalise_text
 
@@ -274,7 +275,7 @@ def import_gold(
     *,
     author: str | None = None,
     replace: bool = False,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> GoldImportSummary:
     """Import a gold file as gold set `name` (version 1 of every task).
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -24,6 +23,7 @@ from core.ingest.writer import import_run, source_verdict_rows
 from core.measure.action_grammar import ParsedAction, is_na_answer
 from core.measure.action_grammar.browsergym import parse_action as parse_browsergym_action
 from core.measure.action_grammar.webarena import describe, element_from_axtree, parse_webarena_action
+from core.progress import ProgressCallback
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "jsonl"
@@ -140,7 +140,7 @@ def _termination(task: dict[str, Any]) -> str:
 
 
 def _trajectories(
-    path: Path, tasks: list[tuple[int, dict[str, Any]]], on_progress: Callable[[int, int], None] | None
+    path: Path, tasks: list[tuple[int, dict[str, Any]]], on_progress: ProgressCallback | None
 ) -> list[TrajectoryRecord]:
     seen: dict[tuple[int, str], int] = {}
     count: Counter = Counter()
@@ -177,7 +177,7 @@ def import_jsonl(
     path: str | Path,
     run: str,
     *,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> JsonlImportSummary:
     """Import a trajreview JSONL file as run `run` (replacing a run of that name); all or nothing."""
     path = Path(path)

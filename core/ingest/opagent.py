@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from core.ingest.tasks import ensure_tasks
 from core.ingest.writer import import_run, source_verdict_rows
 from core.measure.action_grammar import is_na_answer
 from core.measure.action_grammar.opagent import describe_opagent, parse_opagent_action, raw_action
+from core.progress import ProgressCallback
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "opagent"
@@ -258,7 +258,7 @@ def import_opagent(
     agent: str | None = "OpAgent",
     model: str | None = None,
     paradigm: Paradigm = "step_by_step",
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> OpAgentImportSummary:
     """Import an OpAgent run directory as run `run` (replacing a run of that name), in one transaction."""
     root = Path(directory)

@@ -10,7 +10,6 @@ entries feed both `network_events` and the engine. The whole run is written in o
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from core.files.submission import AGENT_RESPONSE_FILE, run_directory
 from core.ingest.records import Paradigm, Problem, RunMeta
 from core.ingest.tasks import ensure_tasks
 from core.ingest.writer import import_run
+from core.progress import ProgressCallback
 from core.scoring.agent_response import AgentResponseCheck, agent_response_row, check_agent_response
 from core.scoring.engine import ScoringInput, config_key, load_config, score_chunk, write_scores
 from core.store import Store, insert_rows
@@ -34,8 +34,6 @@ from core.store import Store, insert_rows
 SOURCE_FORMAT = "wav-run"
 RUN_CONFIG_FILE = "run_config.json"
 _REDACTED = "[REDACTED]"
-
-ProgressCallback = Callable[[int, int], None]
 
 
 class WavImportSummary(BaseModel):

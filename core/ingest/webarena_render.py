@@ -21,7 +21,7 @@ import codecs
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -46,6 +46,7 @@ from core.measure.action_grammar.webarena import (
     stated_action,
     valid_text,
 )
+from core.progress import ProgressCallback
 from core.store import Store, insert_rows, utcnow
 
 SOURCE_FORMAT = "webarena-render"
@@ -491,7 +492,7 @@ def import_webarena_render(
     agent: str | None = None,
     model: str | None = None,
     paradigm: Paradigm = "step_by_step",
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> RenderImportSummary:
     """Import every `render_<id>.html` under `directory` as run `run` (replacing a run of that name)."""
     root = Path(directory)

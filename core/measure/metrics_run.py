@@ -16,6 +16,7 @@ from core.measure import metrics as m
 from core.measure.action_grammar import ParsedAction, readable
 from core.measure.judge import Judge, Pair, Verdict
 from core.measure.requirements import ensure_requirements, requirements_by_task
+from core.progress import ProgressCallback
 from core.store import Store, insert_rows, utcnow
 
 # Run formats whose stated action *is* the executed one: EAR counts a browser error as the mismatch.
@@ -371,7 +372,7 @@ def compute_run(
     tasks: Sequence[TaskInput],
     judge: Judge,
     preset: m.Preset,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> list[tuple[TaskInput, dict[str, Any], list, dict[str, str], bool, int]]:
     pairs = list(dict.fromkeys(p for t in tasks for p in task_pairs(t)))
     verdicts = dict(zip(pairs, judge.judge_many(pairs, on_progress), strict=True))
@@ -387,7 +388,7 @@ def compute_run(
 
 def run_metrics(
     store: Store, run: str, gold_set: str, judge: Judge, *, preset: str = "default",
-    on_progress: Callable[[int, int], None] | None = None, task_ids: Sequence[int] | None = None,
+    on_progress: ProgressCallback | None = None, task_ids: Sequence[int] | None = None,
 ) -> RunSummary:  # fmt: skip
     """Compute and store the metrics of `run` against `gold_set`; replaces earlier rows of the same
     (run, gold set, judge config, preset) — of every task, or only of `task_ids` (one task's button)."""

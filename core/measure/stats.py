@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from core.values import is_missing
+
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20260101
 Z_95 = 1.959963984540054
@@ -79,7 +81,7 @@ def paired_bootstrap_diff(
 
 
 def summarize(values: Sequence[float | None]) -> dict[str, float | int | None]:
-    data = [float(v) for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))]
+    data = [float(v) for v in values if not is_missing(v)]
     low, high = bootstrap_ci(data)
     return {
         "n": len(data),

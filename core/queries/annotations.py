@@ -19,6 +19,7 @@ from core.measure.judge_agreement import cohen_kappa, kappa_ci
 from core.measure.stats import wilson_ci
 from core.review.annotations import TARGET_KEYS
 from core.store import Store
+from core.values import is_missing
 
 STAGES = ("rule", "lexical", "embedding", "llm", "offline")
 _KEY_COLUMNS = (
@@ -236,7 +237,7 @@ def judge_agreement(store: Store, judge_config: str | None = None, run: str | No
     df = marked_pairs(store, judge_config, run)
 
     def values(frame: pd.DataFrame, column: str) -> list[bool | None]:
-        return [None if pd.isna(v) else bool(v) for v in frame[column]]
+        return [None if is_missing(v) else bool(v) for v in frame[column]]
 
     overall = stage_agreement("all", values(df, "judge_verdict"), values(df, "truth"))
     order = {s: i for i, s in enumerate(STAGES)}

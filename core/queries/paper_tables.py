@@ -19,6 +19,7 @@ import pandas as pd
 from core.measure.metrics import ANSWER_CATEGORIES, task_success
 from core.measure.stats import bootstrap_ci, paired_bootstrap_diff, summarize
 from core.store import Store
+from core.values import is_missing, or_none
 
 METRIC_COLUMNS = (
     "ssr",
@@ -53,9 +54,7 @@ def task_outcomes(store: Store, runs: Sequence[str]) -> pd.DataFrame:
     if df.empty:
         return df.assign(success=pd.Series(dtype=object))
     df["success"] = [
-        task_success(
-            None if pd.isna(s) else s, None if pd.isna(src) else bool(src), None if pd.isna(r) else float(r)
-        )
+        task_success(or_none(s), None if is_missing(src) else bool(src), None if is_missing(r) else float(r))
         for s, src, r in zip(df.eval_status, df.source_success, df.reward, strict=True)
     ]
     return df[["run", "task_id", "site_key", "success"]]
@@ -118,7 +117,7 @@ def metric_means(
             else:
                 values = part[metric].tolist()
                 why = _reasons(part.null_reasons, metric)
-            stats = summarize([None if pd.isna(v) else v for v in values])
+            stats = summarize([or_none(v) for v in values])
             rows.append({"run": run, "metric": metric, **stats, "tasks": len(part),
                          "left_out": len(part) - stats["n"], "left_out_why": _why(why)})  # fmt: skip
     return pd.DataFrame(rows)

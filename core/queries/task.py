@@ -15,6 +15,7 @@ import pandas as pd
 
 from core.queries.runs import verdicts_sql
 from core.store import Store
+from core.values import is_missing, or_none
 
 SCREENSHOT_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif"})
 SCREENSHOT_MAX_BYTES = 20 << 20  # a real step screenshot is well under 1 MB
@@ -22,7 +23,7 @@ OBSERVATION_KINDS = ("axtree", "html", "chat")
 
 
 def _json(value: Any) -> Any:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+    if is_missing(value):
         return None
     if isinstance(value, str):
         try:
@@ -262,7 +263,7 @@ def task_report(store: Store, run: str, task_id: int, gold_set: str | None = Non
         "alignment": None,
     }  # fmt: skip
     for m in metric_rows(store, run, task_id):
-        values = {k: (None if pd.isna(m[k]) else m[k]) for k in ("ssr", "rr", "repr", "psr", "ear")}
+        values = {k: or_none(m[k]) for k in ("ssr", "rr", "repr", "psr", "ear")}
         report["metrics"].append(
             {
                 "gold_set": m["gold_set"], "judge_config": m["judge_config"], "preset": m["preset"], **values,

@@ -26,6 +26,7 @@ from core.errors import InputError
 from core.files.har import TRACE_FILES, redact_report
 from core.files.parallel import map_chunks
 from core.files.submission import run_directory
+from core.progress import ProgressCallback
 from core.scoring import explanations
 from core.store import Store, insert_rows, utcnow
 
@@ -37,7 +38,6 @@ ENGINE_LOGGER = "WebArena-Verified"
 # tests/test_scoring_store.py::test_cannot_pass_set_is_rederived.
 CANNOT_PASS: frozenset[int] = frozenset({319, 699, 700, 811})
 
-ProgressCallback = Callable[[int, int], None]
 Status = Literal["success", "failure", "error"]
 
 # Inputs per pool job: small enough for a smooth progress bar, large enough to amortise pickling.

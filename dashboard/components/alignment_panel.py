@@ -9,6 +9,7 @@ import streamlit as st
 from core.measure.metrics_run import run_task_metrics
 from core.queries import alignment as q
 from core.queries.task import gold_sets_with_task
+from core.values import is_missing
 from dashboard import state
 from dashboard.components import judge_marks
 from dashboard.components.formatting import pct
@@ -23,7 +24,7 @@ def _metrics_summary(view: q.AlignmentView) -> None:
     cols = st.columns(len(METRIC_LABELS))
     for col, (name, label) in zip(cols, METRIC_LABELS.items(), strict=True):
         value = row.get(name) if row else None
-        undefined = value is None or pd.isna(value)
+        undefined = is_missing(value)
         col.metric(label, "NULL" if undefined else pct(value, 0))
         if undefined and row:
             reason = view.null_reasons.get(name)

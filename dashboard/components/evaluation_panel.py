@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core.queries import task as q
+from core.values import is_missing
 from dashboard import state
 from dashboard.components.formatting import verdict_label
 from dashboard.db import read
@@ -72,7 +73,7 @@ def render(run: str, task_id: int, header: dict) -> None:
                 st.dataframe(pd.json_normalize(r["assertions"]).astype(str), hide_index=True, width="stretch")
             for label, key in (("matched", "matched_event_seq"), ("nearest candidate", "nearest_event_seq")):
                 seq = r.get(key)
-                if seq is not None and not pd.isna(seq):
+                if not is_missing(seq):
                     st.button(f"Open the {label} event #{int(seq)} in Network", key=f"{key}-{r['idx']}",
                               on_click=_go_network, args=(int(seq),))  # fmt: skip
     payload = read(q.eval_result_json, run, task_id)

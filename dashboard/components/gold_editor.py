@@ -16,6 +16,7 @@ import streamlit as st
 
 from core.gold import editing as ge
 from core.queries.task import gold_sets_with_task
+from core.values import is_missing
 from dashboard import identity, state
 from dashboard.components import gold_history
 from dashboard.db import read, read_only, write
@@ -43,14 +44,10 @@ def frame_steps(frame: pd.DataFrame) -> list[dict[str, Any]]:
     f = f.sort_values(["order", "_pos"], na_position="last", kind="stable")
     out = []
     for text, flags in zip(f["text"], f["flags"], strict=True):
-        text = "" if _missing(text) else str(text)
-        flags = "" if _missing(flags) else str(flags)
+        text = "" if is_missing(text) else str(text)
+        flags = "" if is_missing(flags) else str(flags)
         out.append({"text": text, "flags": [x for x in flags.split(",") if x.strip()]})
     return out
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
 
 
 class Draft:

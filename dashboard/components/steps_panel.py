@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from core.queries import task as q
+from core.values import is_missing
 from dashboard import state
 from dashboard.components import labels_panel
 from dashboard.db import read, read_files
@@ -25,7 +26,7 @@ def _set_step(value: int) -> None:
 
 
 def _text_block(label: str, text: Any) -> None:
-    if text is None or (isinstance(text, float) and pd.isna(text)) or str(text).strip() == "":
+    if is_missing(text) or str(text).strip() == "":
         return
     st.caption(label)
     st.text(str(text))

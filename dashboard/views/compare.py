@@ -10,6 +10,7 @@ import streamlit as st
 from core.queries import compare as q
 from core.queries import runs as rq
 from core.queries import task as tq
+from core.values import is_missing
 from dashboard import state
 from dashboard.charts import deltas, export_config
 from dashboard.components import task_header
@@ -19,14 +20,10 @@ from dashboard.components.run_picker import run_names_or_stop
 from dashboard.db import read
 
 
-def _missing(v) -> bool:
-    return v is None or pd.isna(v)
-
-
 def _diff(d: float | None, low: float | None, high: float | None) -> str:
-    if _missing(d):
+    if is_missing(d):
         return "–"
-    ci = f" [{low * 100:+.1f}, {high * 100:+.1f}]" if not _missing(low) else ""
+    ci = f" [{low * 100:+.1f}, {high * 100:+.1f}]" if not is_missing(low) else ""
     return f"{d * 100:+.1f} pts{ci}"
 
 

@@ -4,13 +4,12 @@ out and why; and the planning-paradigm view (runs grouped by paradigm side by si
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import streamlit as st
 
 from core.measure.metrics_run import NULL_REASONS
 from core.queries import metrics_view as q
+from core.values import is_missing
 from dashboard import state
 from dashboard.charts import export_config, paradigm_bars
 from dashboard.components.downloads import table_downloads
@@ -21,15 +20,11 @@ from dashboard.db import read
 PARADIGMS = "Planning paradigms"
 
 
-def _num(v) -> bool:
-    return v is not None and not (isinstance(v, float) and math.isnan(v)) and v is not pd.NA
-
-
 def _mean_ci(mean, low, high, n, digits: int = 3) -> str:
     """'0.454 [0.431, 0.478] n=649': every figure says its interval and how many tasks it covers."""
-    if not _num(mean):
-        return f"– (n={int(n) if _num(n) else 0})"
-    ci = f" [{low:.{digits}f}, {high:.{digits}f}]" if _num(low) else ""
+    if is_missing(mean):
+        return f"– (n={int(n) if not is_missing(n) else 0})"
+    ci = f" [{low:.{digits}f}, {high:.{digits}f}]" if not is_missing(low) else ""
     return f"{mean:.{digits}f}{ci} n={int(n)}"
 
 
@@ -114,7 +109,7 @@ for name, tab in zip(tabs, state.url_tabs(tabs, "table"), strict=True):
                          [_mean_ci(m, lo, hi, n) for m, lo, hi, n in shown[["mean", "ci_low", "ci_high", "n"]].itertuples(index=False)])  # fmt: skip
         if name == "Table 3" and "delta" in shown:
             shown.insert(3, "delta [95 % CI]",
-                         [_mean_ci(d, lo, hi, n) if _num(d) else "" for d, lo, hi, n in
+                         [_mean_ci(d, lo, hi, n) if not is_missing(d) else "" for d, lo, hi, n in
                           shown[["delta", "delta_ci_low", "delta_ci_high", "paired_n"]].itertuples(index=False)])  # fmt: skip
         st.caption("Every row: *n* (or *tasks*) = the tasks behind its figure; *left_out* = the run's tasks it "
                    "leaves out, *left_out_why* = why, by reason (see the reasons above).")  # fmt: skip

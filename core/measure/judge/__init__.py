@@ -12,9 +12,11 @@ an unparsable reply): callers must never count it as "different".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
+
+from core.progress import ProgressCallback
 
 # Bump when a stage's decisions change: it enters every cache key.
 JUDGE_VERSION = "1"
@@ -45,9 +47,6 @@ class Verdict:
     @property
     def label(self) -> str:
         return {True: "equivalent", False: "different", None: "unresolved"}[self.verdict]
-
-
-ProgressCallback = Callable[[int, int], None]
 
 
 class Judge(Protocol):

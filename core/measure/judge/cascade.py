@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.measure.judge import Pair, ProgressCallback, Verdict
+from core.measure.judge import Pair, Verdict
 from core.measure.judge.cache import JudgmentCache
 from core.measure.judge.lexical import DEFAULT_BAND, Band, score_pair, settle_offline
 from core.measure.judge.llm import LLMConfig, LLMStage, load_prompts, prompt_versions
@@ -23,6 +23,7 @@ from core.measure.judge.rules import (
     decide_stated_vs_executed,
     decide_steps,
 )
+from core.progress import ProgressCallback
 from core.store import Store
 
 JUDGE_CONFIGS = ("offline", "cascade", "llm")

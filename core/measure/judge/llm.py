@@ -24,8 +24,9 @@ import openai
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from core.measure.judge import KINDS, Pair, ProgressCallback, Verdict
+from core.measure.judge import KINDS, Pair, Verdict
 from core.paths import PROMPTS_DIR
+from core.progress import ProgressCallback
 
 ENV_PREFIX = "TRAJREVIEW_LLM_"
 

@@ -17,13 +17,14 @@ Everything happens on the caller's cursor, inside its transaction (an import wri
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 import orjson
 
+from core.progress import ProgressCallback
 from core.scoring.explanations import clip
 from core.scoring.offline.webarena import FuzzyAnswer, Outcome, TaskRecord, combined_status, evaluate_task
 from core.store import Store, insert_rows
@@ -164,7 +165,7 @@ def _record(row: dict[str, Any]) -> tuple[str | None, TaskRecord | None]:
 def evaluate_records(
     records: Sequence[tuple[int, str | None, TaskRecord | None, str | None, str | None]],
     fuzzy: FuzzyAnswer | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> list[TaskEvaluation]:
     results = []
     for done, (task_id, source, record, run_status, run_source) in enumerate(records):
@@ -258,7 +259,7 @@ def _dump(value: Any) -> str | None:
 
 def evaluate_offline_on(
     cur: duckdb.DuckDBPyConnection, run: str, *, fuzzy: FuzzyAnswer | None = None,
-    on_progress: Callable[[int, int], None] | None = None, trajectories: Sequence[Any] = (),
+    on_progress: ProgressCallback | None = None, trajectories: Sequence[Any] = (),
 ) -> OfflineSummary:  # fmt: skip
     """Evaluate and write, on the caller's cursor (inside its transaction). An importer passes the
     `trajectories` it is writing, so nothing is read back."""
@@ -279,7 +280,7 @@ def evaluate_offline_on(
 
 
 def evaluate_run_offline(
-    store: Store, run: str, *, fuzzy_judge: Any = None, on_progress: Callable[[int, int], None] | None = None
+    store: Store, run: str, *, fuzzy_judge: Any = None, on_progress: ProgressCallback | None = None
 ) -> OfflineSummary:
     """`trajreview evaluate-offline`: re-run the offline evaluators of a stored run in one transaction.
     With a `FuzzyJudge` (core.scoring.offline.fuzzy), fuzzy_match and the N/A rule are asked to the LLM first."""
