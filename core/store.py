@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from core.errors import StoreError
+from core.errors import NotFound, StoreError
 
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 _LOCK_HINT = re.compile(r"PID (\d+)")
@@ -309,6 +309,20 @@ def _valid_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _valid_value(v) for k, v in value.items()}
     return value
+
+
+def require_runs(store: Store | ShortLivedStore, runs: Iterable[str], hint: str = "") -> None:
+    """Raise `NotFound` naming every run of `runs` the database does not hold."""
+    wanted = list(dict.fromkeys(runs))
+    known = {name for (name,) in store.query("SELECT name FROM runs WHERE list_contains(?, name)", [wanted])}
+    missing = [r for r in wanted if r not in known]
+    if missing:
+        raise NotFound("run", ", ".join(missing) if len(missing) > 1 else missing[0], hint=hint)
+
+
+def require_gold_set(store: Store | ShortLivedStore, gold_set: str, hint: str = "") -> None:
+    if not store.query("SELECT 1 FROM gold_sets WHERE name = ?", [gold_set]):
+        raise NotFound("gold set", gold_set, hint=hint)
 
 
 def open_store(path: str | Path | None = None, *, read_only: bool = False) -> Store:

@@ -228,7 +228,7 @@ def test_cli_judge_agreement_from_db(demo_copy):
     out = run_cli("judge-agreement", "--from-db", "--run", "agentlab-sample", db=demo_copy, check=True).stdout
     assert "no reviewer marks" in out
     bad = run_cli("judge-agreement", "--from-db", "--run", "nope", db=demo_copy)
-    assert bad.returncode == 2 and bad.stderr.strip() == "error: --run: no run named nope"
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: no run named 'nope'"
     neither = run_cli("judge-agreement", db=demo_copy)
     assert neither.returncode == 2 and "--from-db" in neither.stderr
 
@@ -247,4 +247,4 @@ def test_cli_labels(demo_copy):
         in run_cli("labels", "--run", "agentlab-sample", db=demo_copy).stdout
     )
     bad = run_cli("labels", "--run", "nope", db=demo_copy)
-    assert bad.returncode == 2 and bad.stderr.strip() == "error: --run: no run named nope"
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: no run named 'nope'"

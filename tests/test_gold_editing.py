@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InputError
+from core.errors import InputError, NotFound
 from core.gold import editing as ge
 from core.gold.export import export_gold
 from core.ingest.gold import import_gold
@@ -90,7 +90,7 @@ def test_bad_saves_write_nothing(gold_store: Store):
         ge.save_gold(gold_store, "paper-gold", 808, [["Click 'x'"]], None, "why", 1)
     with pytest.raises(InputError, match="non-empty step"):
         ge.save_gold(gold_store, "paper-gold", 808, [["  "], []], "ann", "why", 1)
-    with pytest.raises(InputError, match="no such gold set"):
+    with pytest.raises(NotFound, match="no gold set named"):
         ge.save_gold(gold_store, "nope", 808, [["Click 'x'"]], "ann", "why", None)
     assert gold_store.query("SELECT count(*) FROM gold_steps")[0][0] == rows
 
@@ -190,7 +190,7 @@ def test_cli_export_history_and_import_back(gold_db: Path, tmp_path: Path):
     hist = run_cli("gold", "history", "paper-gold", "101", db=db)
     assert hist.returncode == 0 and "cli test" in hist.stdout and "ann" in hist.stdout
     bad = run_cli("export", "gold", "nope", "--out", str(tmp_path / "x.csv"), db=db)
-    assert bad.returncode == 2 and bad.stderr.strip() == "error: nope: no such gold set"
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: no gold set named 'nope'"
     assert not (tmp_path / "x.csv").exists()
     bad = run_cli("export", "gold", "paper-gold", "--out", str(tmp_path / "x.txt"), db=db)
     assert bad.returncode == 2 and "unsupported export format" in bad.stderr

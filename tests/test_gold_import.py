@@ -10,9 +10,10 @@ import openpyxl
 import orjson
 import pytest
 
-from core.errors import InputError
+from core.errors import InputError, NotFound
 from core.files import safe_files
-from core.gold.versions import current_gold, gold_versions, save_gold_version
+from core.gold import editing as ge
+from core.gold.versions import current_gold
 from core.ingest import gold as gold_importer
 from core.ingest.gold import import_gold
 from core.store import Store
@@ -119,7 +120,7 @@ def test_reimport_is_idempotent_and_keeps_edits(gold_store: Store, gold_xlsx: Pa
     import_gold(gold_store, gold_xlsx, "paper-gold", author="paper")
     assert gold_store.query("SELECT * FROM gold_steps ORDER BY task_id, version, alternative, idx") == before
     assert gold_store.query("SELECT * FROM gold_sets") == sets_before
-    save_gold_version(gold_store, "paper-gold", 101, [["Click on 'Directions'"]], "reviewer", "shorter")
+    ge.save_gold(gold_store, "paper-gold", 101, [["Click on 'Directions'"]], "reviewer", "shorter", 1)
     summary = import_gold(gold_store, gold_xlsx, "paper-gold", author="paper")
     assert summary.unchanged_edits == 1
     assert current_gold(gold_store, "paper-gold", 101).version == 2
@@ -128,9 +129,9 @@ def test_reimport_is_idempotent_and_keeps_edits(gold_store: Store, gold_xlsx: Pa
 def test_gold_edits_add_versions(gold_store: Store):
     v1 = current_gold(gold_store, "paper-gold", 808)
     assert v1.version == 1 and v1.author == "paper"
-    version = save_gold_version(
+    version = ge.save_gold(
         gold_store, "paper-gold", 808, [["Click on 'Issues'", "  Type  'x' into the 'Title' textbox "], []],
-        "reviewer", "merged the near-duplicates",
+        "reviewer", "merged the near-duplicates", 1,
     )  # fmt: skip
     assert version == 2
     current = current_gold(gold_store, "paper-gold", 808)
@@ -145,12 +146,12 @@ def test_gold_edits_add_versions(gold_store: Store):
     assert gold_store.query(
         "SELECT count(*) FROM gold_steps WHERE gold_set = 'paper-gold' AND task_id = 808 AND version = 1"
     )[0][0] == sum(len(a) for a in v1.alternatives)
-    assert [v["version"] for v in gold_versions(gold_store, "paper-gold", 808)] == [1, 2]
+    assert [v["version"] for v in ge.history(gold_store, "paper-gold", 808)] == [2, 1]
     assert current_gold(gold_store, "paper-gold", 0) is None
-    with pytest.raises(InputError, match="no such gold set"):
-        save_gold_version(gold_store, "nope", 808, [["Click 'x'"]], "reviewer")
+    with pytest.raises(NotFound, match="no gold set named"):
+        ge.save_gold(gold_store, "nope", 808, [["Click 'x'"]], "reviewer", "why", None)
     with pytest.raises(InputError, match="at least one non-empty step"):
-        save_gold_version(gold_store, "paper-gold", 808, [[" "]], "reviewer")
+        ge.save_gold(gold_store, "paper-gold", 808, [[" "]], "reviewer", "why", 2)
 
 
 def _write_csv(path: Path, rows: list[tuple]) -> None:

@@ -6,6 +6,7 @@ import importlib
 
 import pytest
 
+from core.errors import InputError
 from core.measure.judge import Pair
 from core.measure.judge.cache import cache_key
 from core.measure.judge.cascade import CascadeJudge
@@ -140,7 +141,7 @@ def test_offline_settles_ambiguous_band_approximately():
 
 
 def test_cascade_without_llm_is_refused():
-    with pytest.raises(ValueError, match="TRAJREVIEW_LLM_MODEL"):
+    with pytest.raises(InputError, match="TRAJREVIEW_LLM_MODEL"):
         CascadeJudge("cascade")
 
 

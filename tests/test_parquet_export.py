@@ -66,5 +66,5 @@ def test_one_run_and_bad_targets(demo_db, tmp_path: Path, exported: Path):
     assert result.exit_code != 0 and "not an empty directory" in str(result.exception)
     bad = tmp_path / "bad"
     result = CliRunner().invoke(app, ["--db", str(demo_db), "export", "parquet", str(bad), "--run", "nope"])
-    assert "no run named nope" in str(result.exception) and not bad.exists()
+    assert "no run named 'nope'" in str(result.exception) and not bad.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from core.errors import InputError
+from core.errors import InputError, NotFound
 from core.ingest.records import RunMeta
 from core.ingest.tasks import verified_dataset_path
 from core.ingest.writer import replace_run
@@ -151,7 +151,7 @@ def test_export_matches_official_cli_output(demo_run, official_demo_results: Pat
 
 
 def test_bad_inputs_are_one_line_errors(demo_run, tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="no such run"):
+    with pytest.raises(NotFound, match="no run named"):
         evaluate_run(demo_run, "nope")
     bad = tmp_path / "config.json"
     bad.write_text("{not json")

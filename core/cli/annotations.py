@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from core.cli import ui
-from core.errors import InputError
+from core.store import require_runs
 
 
 def labels_cmd(
@@ -19,8 +19,8 @@ def labels_cmd(
     from core.queries import annotations as qa
 
     with ui.store_from(ctx, read_only=True) as store:
-        if run and not store.query("SELECT 1 FROM runs WHERE name = ?", [run]):
-            raise InputError("--run", f"no run named {run}")
+        if run:
+            require_runs(store, [run])
         counts = qa.label_counts(store)
         vocabulary = qa.vocabulary(store, include_retired=True)
     if run:

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from core.cli import ui
+from core.store import require_runs
 from core.values import is_missing
 
 _FORMATS = ("table", "csv", "json")
@@ -39,10 +40,7 @@ def metrics_cmd(
     if preset not in PRESETS:
         raise InputError("--preset", f"must be one of {', '.join(PRESETS)}")
     with ui.store_from(ctx) as store:
-        try:
-            the_judge = make_judge(judge, store, batch_dir=batch)
-        except ValueError as exc:
-            raise InputError("--judge", str(exc)) from None
+        the_judge = make_judge(judge, store, batch_dir=batch)
         with ui.progress_bar("judging pairs") as progress:
             summary = run_metrics(store, run, gold, the_judge, preset=preset, on_progress=progress)
     ui.console.print(
@@ -132,9 +130,7 @@ def report_cmd(
         runs = list(runs or reversed(run_names(store)))
         if not runs:
             raise InputError("--run", "the database has no run")
-        missing = [r for r in runs if not store.query("SELECT 1 FROM runs WHERE name = ?", [r])]
-        if missing:
-            raise InputError("--run", f"no run named {', '.join(missing)}")
+        require_runs(store, runs)
         if html_out is not None:
             # Imported only here: the HTML writer uses plotly, which core never loads.
             from dashboard.report import write
@@ -198,10 +194,7 @@ def judge_agreement_cmd(
         raise InputError("judge-agreement", "give a labels CSV, or --from-db for the reviewers' marks")
     labelled = read_labels(labels)
     with ui.store_from(ctx) as store:
-        try:
-            the_judge = make_judge(judge, store)
-        except ValueError as exc:
-            raise InputError("--judge", str(exc)) from None
+        the_judge = make_judge(judge, store)
         result = measure(the_judge, labelled)
     low, high = result.kappa_ci
     ui.console.print(
@@ -214,12 +207,11 @@ def judge_agreement_cmd(
 
 
 def _agreement_from_db(ctx: typer.Context, judge_config: str | None, run: str | None, fmt) -> None:
-    from core.errors import InputError
     from core.queries.annotations import judge_agreement
 
     with ui.store_from(ctx, read_only=True) as store:
-        if run and not store.query("SELECT 1 FROM runs WHERE name = ?", [run]):
-            raise InputError("--run", f"no run named {run}")
+        if run:
+            require_runs(store, [run])
         result = judge_agreement(store, judge_config, run)
     o = result.overall
     scope = " ".join(f"{k} {v}" for k, v in (("judge config", judge_config), ("run", run)) if v)

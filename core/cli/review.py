@@ -8,7 +8,7 @@ import orjson
 import typer
 
 from core.cli import ui
-from core.errors import TrajreviewError
+from core.errors import InputError, NotFound
 from core.scoring.explanations import clip
 
 
@@ -90,13 +90,13 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         from core.queries.task import task_report
 
         if fmt not in ("table", "json"):
-            raise TrajreviewError(f"--format: {fmt!r} is not one of table, json")
+            raise InputError("--format", f"{fmt!r} is not one of table, json")
         with ui.store_from(ctx, read_only=True) as store:
             if not run_exists(store, run):
-                raise TrajreviewError(f"no run named {run!r}")
+                raise NotFound("run", run)
             report = task_report(store, run, task, gold)
         if report is None:
-            raise TrajreviewError(f"run {run!r} has no task {task}")
+            raise NotFound("task", task, where=f"in run {run!r}")
         if fmt == "json":
             ui.console.print(orjson.dumps(report, default=str, option=orjson.OPT_INDENT_2).decode(),
                              markup=False, highlight=False, soft_wrap=True)  # fmt: skip

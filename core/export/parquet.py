@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 
-from core.errors import InputError
+from core.errors import InputError, NotFound
 from core.store import Store
 
 
@@ -54,7 +54,7 @@ def export_parquet(store: Store, out: Path, runs: Sequence[str] | None = None) -
         known = {name for (name,) in store.query("SELECT name FROM runs")}
         missing = [r for r in runs if r not in known]
         if missing:
-            raise InputError("--run", f"no run named {', '.join(missing)}")
+            raise NotFound("run", ", ".join(missing) if len(missing) > 1 else missing[0])
     only = f"list_contains([{', '.join(_literal(r) for r in runs)}], {{col}})" if runs else "true"
     by_run = set(partitioned_tables(store))
     tmp = out.with_name(f".{out.name}.partial-{os.getpid()}")

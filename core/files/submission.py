@@ -15,10 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from core.errors import InputError
+from core.errors import InputError, Problem
 from core.files import safe_files
 from core.files.har import TRACE_FILES
-from core.ingest.records import Problem
 
 AGENT_RESPONSE_FILE = "agent_response.json"
 SUBMISSION_SUMMARY = "summary.json"

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import InputError, TrajreviewError
+from core.errors import InputError, NotFound, TrajreviewError
 from core.gold.versions import GoldStep
 from core.measure.action_grammar.webarena import gold_value, parse_gold_step
 from core.store import Store, insert_rows, utcnow
@@ -108,7 +108,7 @@ def save_gold(
     now = utcnow()
     with store.transaction() as cur:
         if not cur.execute("SELECT 1 FROM gold_sets WHERE name = ?", [gold_set]).fetchall():
-            raise InputError(gold_set, "no such gold set")
+            raise NotFound("gold set", gold_set)
         latest = _latest(cur, gold_set, task_id)
         current = latest["version"] if latest else 0
         if (based_on_version or 0) != current:

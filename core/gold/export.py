@@ -16,7 +16,7 @@ import orjson
 
 from core.errors import InputError
 from core.ingest.gold import ALTERNATIVE_COLUMN, COLUMNS
-from core.store import Store
+from core.store import Store, require_gold_set
 
 FORMATS = ("xlsx", "csv", "jsonl")
 HEADER = (*COLUMNS, ALTERNATIVE_COLUMN)
@@ -24,8 +24,7 @@ HEADER = (*COLUMNS, ALTERNATIVE_COLUMN)
 
 def export_rows(store: Store, gold_set: str) -> list[tuple[int, Any, str, int]]:
     """(task, step number or flag, text, alternative) of every task's current version, in order."""
-    if not store.query("SELECT 1 FROM gold_sets WHERE name = ?", [gold_set]):
-        raise InputError(gold_set, "no such gold set")
+    require_gold_set(store, gold_set)
     rows = store.query(
         """SELECT task_id, alternative, idx, text, flags FROM gold_steps g
            WHERE gold_set = $g AND version = (SELECT max(version) FROM gold_steps h

@@ -25,10 +25,10 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field
 
-from core.errors import InputError
+from core.errors import InputError, Problem
 from core.files import safe_files, safe_pickle
 from core.files.parallel import map_chunks
-from core.ingest.records import Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.ingest.records import RunMeta, StepRecord, TrajectoryRecord
 from core.ingest.writer import import_run, source_verdict_rows
 from core.measure.action_grammar import ParsedAction, is_na_answer
 from core.measure.action_grammar.browsergym import answer_call, parse_action, stated_action

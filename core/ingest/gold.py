@@ -7,7 +7,7 @@ gets one alternative per block, in file order (step numbers restart inside a tas
 boundary, not the number, separates alternatives); whitespace is normalised (non-breaking spaces,
 doubled and trailing spaces), the text is otherwise kept verbatim.
 
-Import writes version 1 of every task's gold; edits add versions (core/gold/versions.py), never overwrite.
+Import writes version 1 of every task's gold; edits add versions through the one writer, core/gold/editing.py, never overwrite.
 """
 
 from __future__ import annotations

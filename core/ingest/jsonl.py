@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from core.errors import InputError
+from core.errors import InputError, Problem
 from core.files.jsonlines import iter_jsonl
-from core.ingest.records import Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.ingest.records import RunMeta, StepRecord, TrajectoryRecord
 from core.ingest.tasks import ensure_tasks
 from core.ingest.writer import import_run, source_verdict_rows
 from core.measure.action_grammar import ParsedAction, is_na_answer

@@ -28,9 +28,9 @@ from typing import Any
 
 import orjson
 
-from core.errors import InputError
+from core.errors import InputError, Problem
 from core.files import safe_files
-from core.ingest.records import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.ingest.records import Paradigm, RunMeta, StepRecord, TrajectoryRecord
 from core.ingest.tasks import ensure_tasks
 from core.ingest.writer import import_run, source_verdict_rows
 from core.measure.action_grammar import is_na_answer

@@ -34,15 +34,6 @@ class RunMeta(BaseModel):
     notes: str | None = None
 
 
-class Problem(BaseModel):
-    """A per-task problem: recorded and listed, never a crash of the whole import."""
-
-    task_id: int | None = Field(description="the task it concerns; None when not tied to one task")
-    source_path: str = Field(description="the file (or archive member) that caused it")
-    kind: str = Field(description="short machine-readable code, e.g. missing_file")
-    message: str = Field(description="one plain sentence for the reviewer")
-
-
 class StepRecord(BaseModel):
     """One agent step (table `steps`)."""
 

@@ -18,12 +18,12 @@ import orjson
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
-from core.errors import InputError
+from core.errors import InputError, Problem
 from core.files import safe_files
 from core.files.har import NETWORK_EVENTS_SCHEMA, TRACE_FILES, TraceTooLarge, parse_trace
 from core.files.parallel import map_chunks
 from core.files.submission import AGENT_RESPONSE_FILE, run_directory
-from core.ingest.records import Paradigm, Problem, RunMeta
+from core.ingest.records import Paradigm, RunMeta
 from core.ingest.tasks import ensure_tasks
 from core.ingest.writer import import_run
 from core.progress import ProgressCallback

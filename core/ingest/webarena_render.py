@@ -30,10 +30,10 @@ from typing import Any
 import orjson
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from core.errors import InputError
+from core.errors import InputError, Problem
 from core.files import safe_files
 from core.files.safe_files import task_id_ok
-from core.ingest.records import Paradigm, Problem, RunMeta, StepRecord, TrajectoryRecord
+from core.ingest.records import Paradigm, RunMeta, StepRecord, TrajectoryRecord
 from core.ingest.tasks import ensure_tasks
 from core.ingest.writer import import_run
 from core.measure.action_grammar import ParsedAction, is_na_answer

@@ -10,8 +10,8 @@ from typing import Any
 import duckdb
 import orjson
 
-from core.errors import InputError
-from core.ingest.records import Problem, RunMeta, TrajectoryRecord, mark_answers
+from core.errors import InputError, Problem
+from core.ingest.records import RunMeta, TrajectoryRecord, mark_answers
 from core.store import Store, insert_rows, utcnow
 
 # Tables whose rows belong to one run: replacing a run clears all of them.

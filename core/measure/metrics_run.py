@@ -12,12 +12,13 @@ from typing import Any
 
 import orjson
 
+from core.errors import InputError, NotFound
 from core.measure import metrics as m
 from core.measure.action_grammar import ParsedAction, readable
 from core.measure.judge import Judge, Pair, Verdict
 from core.measure.requirements import ensure_requirements, requirements_by_task
 from core.progress import ProgressCallback
-from core.store import Store, insert_rows, utcnow
+from core.store import Store, insert_rows, require_runs, utcnow
 
 # Run formats whose stated action *is* the executed one: EAR counts a browser error as the mismatch.
 STATED_IS_EXECUTED = frozenset({"agentlab"})
@@ -393,15 +394,12 @@ def run_metrics(
     """Compute and store the metrics of `run` against `gold_set`; replaces earlier rows of the same
     (run, gold set, judge config, preset) — of every task, or only of `task_ids` (one task's button)."""
     if preset not in m.PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; use one of {', '.join(m.PRESETS)}")
-    if not store.query("SELECT 1 FROM runs WHERE name = ?", [run]):
-        from core.errors import TrajreviewError
-
-        raise TrajreviewError(f"no run named {run!r}; import it first")
+        raise InputError("--preset", f"{preset!r} is not one of {', '.join(m.PRESETS)}")
+    require_runs(store, [run], hint="import it first")
     if not store.query("SELECT 1 FROM gold_steps WHERE gold_set = ? LIMIT 1", [gold_set]):
-        from core.errors import TrajreviewError
-
-        raise TrajreviewError(f"no gold set named {gold_set!r}; import it with `trajreview import gold`")
+        raise NotFound(
+            "gold set", gold_set, where="with gold steps", hint="import it with `trajreview import gold`"
+        )
     tasks = load_task_inputs(store, run, gold_set, task_ids)
     results = compute_run(tasks, judge, m.PRESETS[preset], on_progress)
     now = utcnow()

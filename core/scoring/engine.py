@@ -22,13 +22,13 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, Field, ValidationError
 
-from core.errors import InputError
+from core.errors import InputError, NotFound
 from core.files.har import TRACE_FILES, redact_report
 from core.files.parallel import map_chunks
 from core.files.submission import run_directory
 from core.progress import ProgressCallback
 from core.scoring import explanations
-from core.store import Store, insert_rows, utcnow
+from core.store import Store, insert_rows, require_runs, utcnow
 
 SOURCE = "webarena-verified"
 ENGINE_LOGGER = "WebArena-Verified"
@@ -522,7 +522,7 @@ def evaluate_run(
     """
     found = store.query("SELECT source_path, config FROM runs WHERE name = ?", [run])
     if not found:
-        raise InputError(run, "no such run in the database")
+        raise NotFound("run", run)
     source_path, run_config = found[0]
     if config is None and run_config:
         stored = orjson.loads(run_config)
@@ -561,8 +561,7 @@ def export_eval(store: Store, run: str, out: Path) -> int:
     from webarena_verified.core.utils.immutable_obj_helper import serialize_to_json
     from webarena_verified.types.eval import TaskEvalResult, TasksEvalResults
 
-    if not store.query("SELECT 1 FROM runs WHERE name = ?", [run]):
-        raise InputError(run, "no such run in the database")
+    require_runs(store, [run])
     rows = store.query(
         "SELECT task_id, eval_result FROM evaluations WHERE run = ? AND source = ? AND eval_result IS NOT NULL"
         " ORDER BY task_id",

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.errors import InputError
 from core.measure.judge import Pair, Verdict
 from core.measure.judge.cache import JudgmentCache
 from core.measure.judge.lexical import DEFAULT_BAND, Band, score_pair, settle_offline
@@ -54,10 +55,10 @@ class CascadeJudge:
         batch_dir: Path | None = None,
     ):
         if name not in JUDGE_CONFIGS:
-            raise ValueError(f"unknown judge configuration {name!r}; use one of {', '.join(JUDGE_CONFIGS)}")
+            raise InputError("--judge", f"{name!r} is not one of {', '.join(JUDGE_CONFIGS)}")
         if name != "offline" and llm is None:
-            raise ValueError(
-                f"judge {name!r} needs an LLM: set TRAJREVIEW_LLM_MODEL (and _BASE_URL, _API_KEY)"
+            raise InputError(
+                "--judge", f"{name!r} needs an LLM: set TRAJREVIEW_LLM_MODEL (and _BASE_URL, _API_KEY)"
             )
         self.name = name
         self.llm = llm

@@ -24,6 +24,7 @@ import openai
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from core.errors import InputError
 from core.measure.judge import KINDS, Pair, Verdict
 from core.paths import PROMPTS_DIR
 from core.progress import ProgressCallback
@@ -82,7 +83,7 @@ def load_prompts(directory: Path = PROMPTS_DIR) -> dict[str, Prompt]:
         text = (directory / f"{kind}.txt").read_text(encoding="utf-8")
         first, _, body = text.partition("\n")
         if not first.startswith("version:"):
-            raise ValueError(f"{directory / (kind + '.txt')}: first line must be 'version: N'")
+            raise InputError(directory / (kind + ".txt"), "first line must be 'version: N'")
         prompts[kind] = Prompt(kind, first.split(":", 1)[1].strip(), Template(body))
     return prompts
 

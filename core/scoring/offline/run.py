@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 import orjson
 
+from core.errors import InputError, NotFound
 from core.progress import ProgressCallback
 from core.scoring.explanations import clip
 from core.scoring.offline.webarena import FuzzyAnswer, Outcome, TaskRecord, combined_status, evaluate_task
@@ -284,14 +285,13 @@ def evaluate_run_offline(
 ) -> OfflineSummary:
     """`trajreview evaluate-offline`: re-run the offline evaluators of a stored run in one transaction.
     With a `FuzzyJudge` (core.scoring.offline.fuzzy), fuzzy_match and the N/A rule are asked to the LLM first."""
-    from core.errors import TrajreviewError
-
     found = store.query("SELECT source_format FROM runs WHERE name = ?", [run])
     if not found:
-        raise TrajreviewError(f"no run named {run!r}; import it first")
+        raise NotFound("run", run, hint="import it first")
     if found[0][0] not in NO_TRACE_FORMATS:
-        raise TrajreviewError(
-            f"run {run!r} ({found[0][0]}) has network traces: score it with `trajreview evaluate --run {run}`"
+        raise InputError(
+            "--run",
+            f"{run!r} ({found[0][0]}) has network traces: score it with `trajreview evaluate --run {run}`",
         )
     fuzzy = None
     if fuzzy_judge is not None:
