@@ -28,6 +28,7 @@ demo: $(STAMP) $(DEMO_DB)
 lint: $(STAMP)
 	$(BIN)/ruff check core dashboard tests bench
 	$(BIN)/ruff format --check core dashboard tests bench
+	$(BIN)/vulture
 
 pytest: $(STAMP)
 	$(BIN)/pytest

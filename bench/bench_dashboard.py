@@ -38,7 +38,7 @@ SCALE_50 = 1.5
 APP = str(REPO_ROOT / "dashboard" / "app.py")
 
 
-def _pcts(samples: list[float]) -> tuple[float, float]:
+def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return statistics.median(ordered) * 1000, p95 * 1000
@@ -55,7 +55,7 @@ def _pages(vol) -> dict[str, tuple[str, dict[str, str]]]:
     }
 
 
-def _time_views(db: Path, page: str, params: dict[str, str], mode: str) -> list[float]:
+def time_views(db: Path, page: str, params: dict[str, str], mode: str) -> list[float]:
     import os
 
     import streamlit as st
@@ -76,7 +76,7 @@ def _time_views(db: Path, page: str, params: dict[str, str], mode: str) -> list[
         if mode == "cold":
             st.cache_data.clear()
         elif mode == "after import":
-            app_db._cached.clear()
+            app_db.forget_reads()
         start = time.perf_counter()
         at.run()
         samples.append(time.perf_counter() - start)
@@ -157,9 +157,9 @@ def _measure(db: Path, vol, label: str, scale: float) -> None:
     print("page view, server time (AppTest: queries + page script), p50/p95 in ms; target on the cold p95")
     print(f"{'page':<9} {'cold':>11} {'after import':>13} {'warm':>11} {'target':>7}")
     for name, (page, params) in _pages(vol).items():
-        cold = _pcts(_time_views(db, page, params, "cold"))
-        after = _pcts(_time_views(db, page, params, "after import"))
-        warm = _pcts(_time_views(db, page, params, "warm"))
+        cold = percentiles(time_views(db, page, params, "cold"))
+        after = percentiles(time_views(db, page, params, "after import"))
+        warm = percentiles(time_views(db, page, params, "warm"))
         target = TARGETS_MS[name] * scale
         verdict = "ok" if cold[1] <= target else "MISS"
         print(f"{name:<9} {cold[0]:>5.0f}/{cold[1]:<5.0f} {after[0]:>6.0f}/{after[1]:<6.0f} "
@@ -167,7 +167,7 @@ def _measure(db: Path, vol, label: str, scale: float) -> None:
     print("data access for the same view, p50/p95 in ms: our read models vs the whole run in pandas (XRay)")
     print(f"{'page':<9} {'ours':>11} {'baseline':>11} {'baseline/ours':>14}")
     for name in _pages(vol):
-        ours, base = _pcts(_ours(db, name, vol)), _pcts(_baseline(db, name, vol))
+        ours, base = percentiles(_ours(db, name, vol)), percentiles(_baseline(db, name, vol))
         print(
             f"{name:<9} {ours[0]:>5.0f}/{ours[1]:<5.0f} {base[0]:>5.0f}/{base[1]:<5.0f} {base[0] / ours[0]:>12.1f}x"
         )

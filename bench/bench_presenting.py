@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from bench.bench_dashboard import _pcts, _time_views
+from bench.bench_dashboard import percentiles, time_views
 from bench.volume import build_volume_db
 from core.store import Store
 
@@ -89,14 +89,14 @@ def _pages_bench(vol) -> None:
     )
     print(f"{'page':<24} {'cold':>11} {'warm':>11}  verdict")
     for name, (page, params) in _pages(vol).items():
-        cold = _pcts(_time_views(db, page, params, "cold"))
-        warm = _pcts(_time_views(db, page, params, "warm"))
+        cold = percentiles(time_views(db, page, params, "cold"))
+        warm = percentiles(time_views(db, page, params, "warm"))
         verdict = "ok" if cold[1] <= TARGET_PAGE_MS else "MISS"
         print(f"{name:<24} {cold[0]:>5.0f}/{cold[1]:<5.0f} {warm[0]:>5.0f}/{warm[1]:<5.0f}  {verdict}")
     print("data access for the same view, p50/p95 ms: our read model vs whole run tables in pandas (XRay)")
     print(f"{'page':<24} {'ours':>11} {'baseline':>11} {'baseline/ours':>14}")
     for name in ("breakdowns", "compare"):
-        ours, base = _pcts(_ours(db, name, vol)), _pcts(_baseline(db, name, vol))
+        ours, base = percentiles(_ours(db, name, vol)), percentiles(_baseline(db, name, vol))
         print(
             f"{name:<24} {ours[0]:>5.0f}/{ours[1]:<5.0f} {base[0]:>5.0f}/{base[1]:<5.0f} {base[0] / ours[0]:>12.1f}x"
         )
@@ -112,7 +112,7 @@ def _report_bench(vol, tmp: Path) -> None:
         with Store(vol.path, read_only=True) as store:
             size = write(store, runs, tmp / f"report{i}.html")
         samples.append(time.perf_counter() - start)
-    p50, p95 = _pcts(samples)
+    p50, p95 = percentiles(samples)
     verdict = "ok" if p95 <= TARGET_REPORT_S * 1000 else "MISS"
     print(f"\nHTML report, 3 runs: {p50:.0f}/{p95:.0f} ms p50/p95 over 3 builds (target {TARGET_REPORT_S:.0f} s: "
           f"{verdict}), {size / 1e6:.1f} MB (plotly.js embedded: ~4.6 MB of it)")  # fmt: skip
@@ -148,13 +148,13 @@ def _parquet_bench(vol, tmp: Path) -> None:
           f"{ours / base:.2f}x time")  # fmt: skip
     # The 50 runs are copies: in one file Parquet's dictionaries fold the copies together, one file per
     # run cannot. The demo database (distinct real runs) gives the size comparison without that artefact.
-    from bench.volume import _base_db
+    from bench.volume import base_db
 
     real_out, real_base = tmp / "parquet-real", tmp / "export-real"
-    with Store(_base_db(), read_only=True) as store:
+    with Store(base_db(), read_only=True) as store:
         real = export_parquet(store, real_out)
-    duckdb.connect(str(_base_db()), read_only=True).execute(f"EXPORT DATABASE '{real_base}' (FORMAT parquet)")
-    print(f"  on the demo database (distinct real runs, {_base_db().stat().st_size / 1e6:.0f} MB): ours "
+    duckdb.connect(str(base_db()), read_only=True).execute(f"EXPORT DATABASE '{real_base}' (FORMAT parquet)")
+    print(f"  on the demo database (distinct real runs, {base_db().stat().st_size / 1e6:.0f} MB): ours "
           f"{real.bytes / 1e6:.1f} MB, EXPORT DATABASE {_dir_size(real_base) / 1e6:.1f} MB")  # fmt: skip
     on_file = AGGREGATE.format(evaluations="evaluations", tasks="tasks")
     on_parquet = AGGREGATE.format(
@@ -172,7 +172,7 @@ def _parquet_bench(vol, tmp: Path) -> None:
             start = time.perf_counter()
             cursor.execute(sql).fetchall()
             samples.append(time.perf_counter() - start)
-        timings[label] = _pcts(samples)
+        timings[label] = percentiles(samples)
     print("aggregate query (success rate per run and site, same rows from both), p50/p95 ms:")
     for label, (p50, p95) in timings.items():
         print(f"  {label:<18} {p50:>6.1f}/{p95:<6.1f}")

@@ -44,7 +44,7 @@ def run_name(i: int) -> str:
     return f"bench-run-{i:02d}"
 
 
-def _base_db() -> Path:
+def base_db() -> Path:
     """The demo database, built once and reused by every benchmark until the code that builds it changes
     (keyed by a hash of core/: a base built by older importers or migrations is never measured)."""
     digest = hashlib.sha256()
@@ -122,7 +122,7 @@ def _big_trace(cur, run: str) -> int:
 def build_volume_db(path: str | Path, n_runs: int) -> VolumeDb:
     """A database of `n_runs` copies of the 812-task babelcloud run (plus the demo's own runs)."""
     path = Path(path)
-    shutil.copy(_base_db(), path)
+    shutil.copy(base_db(), path)
     names = [run_name(i) for i in range(n_runs)]
     with Store(path) as store:
         with store.transaction() as cur:

@@ -47,10 +47,6 @@ def migrations() -> list[tuple[int, str, str]]:
     return found
 
 
-def latest_version() -> int:
-    return len(migrations())
-
-
 def utcnow() -> datetime:
     """Naive UTC timestamp, the form every TIMESTAMP column stores."""
     return datetime.now(UTC).replace(tzinfo=None)

@@ -122,6 +122,11 @@ def _cached(name: str, args: tuple, kwargs: tuple, db_fingerprint: tuple, _fn: C
         return _fn(store, *args, **dict(kwargs))
 
 
+def forget_reads() -> None:
+    """Drop every cached read (not the file caches): what the app sees after a write landed elsewhere."""
+    _cached.clear()
+
+
 def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
     """`fn(store, *args, **kwargs)` from the cache or the database; on a database problem, one line in
     the page and None (never a traceback)."""

@@ -19,10 +19,7 @@ import streamlit as st
 RUNS_PAGE = "views/runs.py"
 TRIAGE_PAGE = "views/triage.py"
 TASK_PAGE = "views/task.py"
-JUDGE_PAGE = "views/judge.py"
-BREAKDOWNS_PAGE = "views/breakdowns.py"
 COMPARE_PAGE = "views/compare.py"
-METRICS_PAGE = "views/metrics.py"
 
 # Triage filters travel with the task page so previous/next follow the reviewer's list.
 TRIAGE_KEYS = ("site", "verdict", "evaluator", "termination", "gold", "label", "q", "sort", "type", "hard")

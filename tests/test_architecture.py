@@ -38,3 +38,175 @@ def test_no_absolute_machine_paths_in_tracked_files(repo_root):
             if pattern.search(text):
                 offenders.append(name)
     assert offenders == []
+
+
+# -- the tree and its import directions ---------------------------------------------------------------
+# Rank of each package: a module may import its own package and packages of a lower rank, never a higher
+# one, and never another package of the same rank (docs/architecture.md draws the same picture).
+CORE_RANKS = {
+    "core": 0,  # the root: store, errors, paths, progress, values
+    "core.files": 1,
+    "core.measure": 2,
+    "core.scoring": 3,
+    "core.ingest": 4,
+    "core.gold": 5,
+    "core.review": 5,
+    "core.export": 5,
+    "core.queries": 6,
+    "core.cli": 7,
+}
+DASHBOARD_RANKS = {
+    "dashboard": 0,  # the package itself holds nothing
+    "dashboard.text": 1,
+    "dashboard.state": 1,
+    "dashboard.charts": 2,
+    "dashboard.db": 2,
+    "dashboard.identity": 3,
+    "dashboard.report": 3,
+    "dashboard.components": 4,
+    "dashboard.views": 5,
+    "dashboard.app": 6,
+}
+# The one import that goes up: `trajreview report --html` renders the dashboard's charts. Declared here and
+# lazy (inside the command), so `core` still never loads plotly.
+DECLARED_UPWARD = {("core.cli.metrics", "dashboard.report")}
+CORE_ROOT_MODULES_MAX = 6
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] == "core":
+        if len(parts) > 1 and parts[1] in {p.split(".")[1] for p in CORE_RANKS if "." in p}:
+            return "core." + parts[1]
+        return "core"
+    if len(parts) > 1 and f"dashboard.{parts[1]}" in DASHBOARD_RANKS:
+        return "dashboard." + parts[1]
+    return "dashboard"
+
+
+def _rank(package: str) -> tuple[int, int]:
+    """(layer, rank): every dashboard package sits above every core package."""
+    return (0, CORE_RANKS[package]) if package.startswith("core") else (1, DASHBOARD_RANKS[package])
+
+
+def _our_modules(repo_root, *tops):
+    for top in tops:
+        for path in sorted((repo_root / top).rglob("*.py")):
+            module = ".".join(path.relative_to(repo_root).with_suffix("").parts).removesuffix(".__init__")
+            yield module, path
+
+
+def _imports(path):
+    """(imported module, line, inside a function?) for every import of a module of ours."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    nested = {id(n) for f in functions for n in ast.walk(f) if n is not f}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+            # `from core.files import har` imports the module core.files.har.
+            names += [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] in ("core", "dashboard"):
+                yield name, node.lineno, id(node) in nested
+
+
+def test_imports_never_go_up(repo_root):
+    offenders, declared_seen = [], set()
+    for module, path in _our_modules(repo_root, "core", "dashboard"):
+        mine = _package(module)
+        for name, line, lazy in _imports(path):
+            theirs = _package(name)
+            if theirs == mine:
+                continue
+            if (module, theirs) in DECLARED_UPWARD:
+                assert lazy, f"{path}:{line}: the declared import of {theirs} must stay inside the command"
+                declared_seen.add((module, theirs))
+                continue
+            if name.startswith("core.cli") or _rank(theirs) >= _rank(mine):
+                offenders.append(f"{path.relative_to(repo_root)}:{line}: {mine} imports {name}")
+    assert offenders == []
+    assert declared_seen == DECLARED_UPWARD  # a declared exception that no longer exists is removed
+
+
+def test_the_import_direction_test_catches_an_upward_import():
+    assert _rank(_package("core.ingest.wav_run")) > _rank(_package("core.scoring.engine"))
+    assert _rank(_package("core.queries.triage")) > _rank(_package("core.ingest.gold"))
+    assert _rank(_package("dashboard.views.task")) > _rank(_package("dashboard.components.steps_panel"))
+    assert _rank(_package("dashboard.db")) < _rank(_package("dashboard.components.steps_panel"))
+    assert _rank(_package("core.review.annotations")) == _rank(_package("core.gold.editing"))
+
+
+def test_core_root_holds_only_the_store_errors_paths_and_shared_helpers(repo_root):
+    modules = sorted(p.name for p in (repo_root / "core").glob("*.py"))
+    assert len(modules) <= CORE_ROOT_MODULES_MAX, modules
+    packages = sorted(p.name for p in (repo_root / "core").iterdir() if (p / "__init__.py").exists())
+    expected = {name.split(".")[1] for name in CORE_RANKS if "." in name}
+    assert set(packages) - {"migrations"} == expected, packages
+    assert not (repo_root / "reports_html").exists()
+
+
+def test_no_module_imports_another_modules_private_name(repo_root):
+    """`from x import _name` nowhere; in core, dashboard and bench not even `module._name`. Tests may
+    reach into a module's internals by attribute only, to inject faults."""
+    import ast
+
+    offenders = []
+    for top in ("core", "dashboard", "bench", "tests"):
+        for path in sorted((repo_root / top).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            ours: set[str] = set()  # local names bound to modules of ours
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    if node.module.split(".")[0] not in ("core", "dashboard", "bench"):
+                        continue
+                    for alias in node.names:
+                        if alias.name.startswith("_") and not alias.name.startswith("__"):
+                            offenders.append(f"{path.relative_to(repo_root)}:{node.lineno}: {alias.name}")
+                        ours.add(alias.asname or alias.name)
+                elif isinstance(node, ast.Import):
+                    for alias in node.names:
+                        if alias.name.split(".")[0] in ("core", "dashboard", "bench"):
+                            ours.add(alias.asname or alias.name.split(".")[0])
+            if top == "tests":
+                continue
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and node.attr.startswith("_")
+                    and not node.attr.startswith("__")
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in ours
+                ):
+                    offenders.append(
+                        f"{path.relative_to(repo_root)}:{node.lineno}: {node.value.id}.{node.attr}"
+                    )
+    assert offenders == []
+
+
+def test_no_cli_name_is_registered_twice():
+    """Typer lets a later registration of a name silently replace an earlier one (`import opagent` was
+    registered by two areas, and the one that holds the file only for its final write never ran)."""
+    import typer.main
+
+    from core.cli.main import app
+
+    def walk(group: typer.Typer, path: str) -> list[str]:
+        names = [
+            f"{path} {c.name or typer.main.get_command_name(c.callback.__name__)}".strip()
+            for c in group.registered_commands
+        ]
+        for sub in group.registered_groups:
+            names += walk(sub.typer_instance, f"{path} {sub.name}".strip())
+            names.append(f"{path} {sub.name}".strip())
+        return names
+
+    names = walk(app, "")
+    assert len(names) > 25 and "import opagent" in names
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []

@@ -55,7 +55,7 @@ def test_two_savers_and_a_whole_run_import_lose_nothing(tasks_db: Path, shared_d
     for key, p in savers.items():
         out, err = p.communicate(timeout=600)
         outputs[key] = ((first_lines[key] + out).decode(), err.decode())
-    imp_out, imp_err = importer.communicate(timeout=600)
+    _, imp_err = importer.communicate(timeout=600)
     waiter.join()
 
     assert importer.returncode == 0, imp_err

@@ -18,11 +18,16 @@ from core.files.har import (
     REDACTED,
     TraceTooLarge,
     iter_har_entries,
-    load_har_entries,
     load_trace_entries,
-    network_event_rows,
+    network_events_table,
     parse_trace,
 )
+
+
+def _event_rows(run: str, task_id: int, entries) -> list[dict]:
+    """`network_events` rows of one task's trace as dicts (seq = index of the entry)."""
+    return network_events_table(run, task_id, entries).to_pylist()
+
 
 HARS = ("webarena-verified/demo-run/107/network.har", "webarena-verified/test-assets/network.har")
 
@@ -48,7 +53,7 @@ def _write_har(path: Path, entries: list, **dump) -> Path:
 
 # -- loading ---------------------------------------------------------------------------------------
 def test_entries_are_exactly_the_files(real_har: Path):
-    assert load_har_entries(real_har) == _entries(real_har)
+    assert load_trace_entries(real_har) == _entries(real_har)
 
 
 @pytest.mark.parametrize("block_size", [1, 7, 64, 4093])
@@ -70,11 +75,11 @@ def test_keys_around_the_entries_array(demo_har: Path, tmp_path: Path):
     har = {"log": {"pages": [{"id": "p", "title": "[{]}"}], "entries": entries, "comment": "]"}, "x": []}
     path = tmp_path / "keys.har"
     path.write_bytes(orjson.dumps(har))
-    assert load_har_entries(path) == entries
+    assert load_trace_entries(path) == entries
     # entries under another key than log are not a HAR
     path.write_bytes(orjson.dumps({"other": {"entries": entries}}))
     with pytest.raises(InputError, match="no log"):
-        load_har_entries(path)
+        load_trace_entries(path)
 
 
 def _broken(demo_har: Path, tmp_path: Path, kind: str) -> Path:
@@ -120,7 +125,7 @@ def _broken(demo_har: Path, tmp_path: Path, kind: str) -> Path:
 def test_unusable_files_raise_one_line_input_errors(demo_har: Path, tmp_path: Path, kind: str, reason: str):
     path = _broken(demo_har, tmp_path, kind)
     with pytest.raises(InputError) as info:
-        load_har_entries(path)
+        load_trace_entries(path)
     message = str(info.value)
     assert message.startswith(f"{path}: ") and reason in message and "\n" not in message
     # the official loader rejects the same files
@@ -131,7 +136,7 @@ def test_unusable_files_raise_one_line_input_errors(demo_har: Path, tmp_path: Pa
 
 def test_missing_file(tmp_path: Path):
     with pytest.raises(InputError, match="cannot read"):
-        load_har_entries(tmp_path / "nope.har")
+        load_trace_entries(tmp_path / "nope.har")
 
 
 def test_playwright_trace_zip_and_network_file(shared_data: Path, tmp_path: Path):
@@ -156,7 +161,7 @@ def test_playwright_trace_zip_and_network_file(shared_data: Path, tmp_path: Path
     assert load_trace_entries(archive) == official
     assert load_trace_entries(network) == official
     assert load_trace_entries(tmp_path) == official  # a directory holding trace.network
-    rows = network_event_rows("r", 1, official)
+    rows = _event_rows("r", 1, official)
     assert [r["is_static_asset"] for r in rows] == [False, True]
     assert rows[0]["is_navigation"] is True  # the template is a document navigation
 
@@ -233,7 +238,7 @@ def test_a_zipped_trace_bomb_is_refused_without_inflating_it(tmp_path: Path, mon
 # -- rows ------------------------------------------------------------------------------------------
 def test_rows_follow_the_official_event_model(real_har: Path):
     trace = NetworkTrace.from_har(real_har)
-    rows = network_event_rows("r", 7, load_har_entries(real_har))
+    rows = _event_rows("r", 7, load_trace_entries(real_har))
     assert len(rows) == len(trace.events)
     assert [r["seq"] for r in rows] == list(range(len(rows)))
     assert {(r["run"], r["task_id"]) for r in rows} == {("r", 7)}
@@ -282,7 +287,7 @@ def test_navigation_predicate_on_header_variants(demo_har: Path):
                     entry["request"]["headers"] = headers
                     entry["request"]["method"] = method
                     variants.append(entry)
-    rows = network_event_rows("r", 1, variants)
+    rows = _event_rows("r", 1, variants)
     official = [NetworkEvent(data=MappingProxyType(e)).is_navigation_event for e in variants]
     assert [r["is_navigation"] for r in rows] == official
     assert any(official) and not all(official)
@@ -300,7 +305,7 @@ def test_static_asset_rule_matches_official_on_odd_urls(demo_har: Path):
         entry = copy.deepcopy(base)
         entry["request"]["url"] = url
         entries.append(entry)
-    rows = network_event_rows("r", 1, entries)
+    rows = _event_rows("r", 1, entries)
     official = [not NetworkEvent(data=MappingProxyType(e)).is_evaluation_event for e in entries]
     assert [r["is_static_asset"] for r in rows] == official
 
@@ -334,7 +339,7 @@ def test_redaction_of_cookies_tokens_and_passwords(real_har: Path):
     }
     cookie_secret = sorted(secrets)[0]
     probe["request"]["url"] += f"&echo={cookie_secret}"
-    rows = network_event_rows("r", 1, [*entries, probe])
+    rows = _event_rows("r", 1, [*entries, probe])
     text = json.dumps(rows, default=str)
     for secret in [*secrets, "sk-live-abcdef123456", "csrf-value-987654", "apikey-value-55555", "glpat-secret-xyz",
                    "formkey-secret-1", "hunter2-pass"]:  # fmt: skip

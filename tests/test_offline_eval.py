@@ -217,15 +217,23 @@ def test_fuzzy_questions_go_to_the_llm_once_and_are_cached(runs_db: Path, tmp_pa
 
 
 def test_read_models_for_the_review_page(runs: Store):
-    from core.queries.offline import answer_only_tasks, disagreements, task_evaluators, task_verdicts
+    from core.queries.offline import task_verdicts
+    from core.queries.task import evaluator_rows
 
-    rows = task_evaluators(runs, "opagent", 386)
+    rows = evaluator_rows(runs, "opagent", 386)
     assert [(r["evaluator"], r["source"], r["status"]) for r in rows] == [
         ("string_match", "offline-run-config", "failure")
     ]
     assert rows[0]["expected"] == {"must_include": ["65 |OR| 3"]} and rows[0]["actual"] == "3"
     verdict = task_verdicts(runs, "opagent", 386)
     assert verdict["status"] == "success" and verdict["offline_disagrees"] and not verdict["answer_only"]
-    assert [d["task_id"] for d in disagreements(runs, "opagent")] == [82, 214, 342, 386]
-    assert len(answer_only_tasks(runs, "babelcloud")) == 812 and answer_only_tasks(runs, "opagent") == []
+    flagged = runs.query(
+        "SELECT task_id FROM evaluations WHERE run = 'opagent' AND offline_disagrees ORDER BY 1"
+    )
+    assert [t for (t,) in flagged] == [82, 214, 342, 386]
+    answer_only = "SELECT count(*) FROM trajectories WHERE run = ? AND is_answer AND answer_only"
+    assert (
+        runs.query(answer_only, ["babelcloud"])[0][0] == 812
+        and runs.query(answer_only, ["opagent"])[0][0] == 0
+    )
     assert task_verdicts(runs, "opagent", 163) is None  # no file for that task

@@ -49,10 +49,10 @@ def test_table_downloads_round_trip():
 
     import pandas as pd
 
-    from dashboard.components.downloads import _xlsx
+    from dashboard.components.downloads import xlsx_bytes
 
     df = pd.DataFrame({"run": ["a", "<b>"], "rate": [0.5, None], "n": [2, 0]})
-    back = pd.read_excel(io.BytesIO(_xlsx(df)))
+    back = pd.read_excel(io.BytesIO(xlsx_bytes(df)))
     assert (
         back["run"].tolist() == ["a", "<b>"]
         and back["n"].tolist() == [2, 0]

@@ -12,8 +12,14 @@ import pytest
 import test_scoring_conformance as conformance
 from test_scoring_conformance import MATRIX_CONFIG, _entry, _expected_response, _matrix
 
-from core.files.har import network_event_rows, redact_report
+from core.files.har import network_events_table, redact_report
 from core.files.redaction import looks_secret
+
+
+def _event_rows(run: str, task_id: int, entries) -> list[dict]:
+    """`network_events` rows of one task's trace as dicts (seq = index of the entry)."""
+    return network_events_table(run, task_id, entries).to_pylist()
+
 
 # The conformance corpus's fixtures (real tasks, the official HAR entry template, the official engine).
 template = conformance.template
@@ -70,7 +76,7 @@ def _stored_text(rows: list[dict]) -> str:
 
 
 def test_value_shaped_secrets_never_reach_network_events(template: dict) -> None:
-    rows = network_event_rows("r", 1, _hostile_entries(template))
+    rows = _event_rows("r", 1, _hostile_entries(template))
     text = _stored_text(rows)
     assert [name for name, secret in SECRETS.items() if secret in text] == []
     # What is not secret stays: the algorithm, the date, the OAuth state, the search query, the paths.
@@ -92,7 +98,7 @@ ORDINARY = [
 
 def test_ordinary_ids_the_evaluators_compare_are_kept(template: dict) -> None:
     entries = [_entry(template, "GET", url) for url in ORDINARY]
-    rows = network_event_rows("r", 1, entries)
+    rows = _event_rows("r", 1, entries)
     assert [r["url"] for r in rows] == [e["request"]["url"] for e in entries]
     assert "[REDACTED]" not in _stored_text([{k: r[k] for k in ("url", "url_path", "query")} for r in rows])
 

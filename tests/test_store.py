@@ -11,7 +11,7 @@ import pytest
 
 from core import store as store_module
 from core.errors import StoreError
-from core.store import Store, insert_rows, latest_version, migrations
+from core.store import Store, insert_rows, migrations
 
 CONTRACT_TABLES = {
     "tasks", "runs", "trajectories", "steps", "network_events", "evaluations", "evaluator_results",
@@ -22,9 +22,9 @@ CONTRACT_TABLES = {
 def test_new_file_gets_every_contract_table(tmp_path):
     with Store(tmp_path / "a.duckdb") as s:
         assert set(s.tables()) >= CONTRACT_TABLES
-        assert s.schema_version() == latest_version()
+        assert s.schema_version() == len(migrations())
         versions = s.query("SELECT version, name FROM schema_version ORDER BY version")
-        assert [v for v, _ in versions] == list(range(1, latest_version() + 1))
+        assert [v for v, _ in versions] == list(range(1, len(migrations()) + 1))
 
 
 def test_runs_paradigm_is_constrained(store):
@@ -117,7 +117,7 @@ def test_second_process_gets_clear_lock_error(tmp_path):
         holder.wait(timeout=10)
     # Once released, the file opens again.
     with Store(path, read_only=True) as s:
-        assert s.schema_version() == latest_version()
+        assert s.schema_version() == len(migrations())
 
 
 def test_threads_share_one_store_without_losing_writes(store):

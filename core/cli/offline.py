@@ -1,8 +1,7 @@
-"""CLI commands of the offline-evaluation area: `import opagent` and `evaluate-offline`."""
+"""CLI commands of the offline-evaluation area: `evaluate-offline`, and the offline summary an import prints."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -46,34 +45,6 @@ def print_offline(store, run: str) -> None:
             ui.console.print(f"{label}: tasks {', '.join(map(str, tasks))}", markup=False)
 
 
-def import_opagent_cmd(
-    ctx: typer.Context,
-    directory: Annotated[
-        Path, typer.Argument(help="OpAgent run: final_results/<task_id>.json (+ final_visual_results/).")
-    ],
-    run: Annotated[str, typer.Option("--run", help="Run name (a run of that name is replaced).")],
-    agent: Annotated[str, typer.Option(help="Agent name.")] = "OpAgent",
-    model: Annotated[str | None, typer.Option(help="Model name.")] = None,
-    paradigm: Annotated[str, ui.PARADIGM_OPTION] = "step_by_step",
-) -> None:
-    """Import an OpAgent WebArena run (one JSON trajectory per task) and evaluate it offline."""
-    from core.cli.trajectories import _problems
-    from core.ingest.opagent import import_opagent
-
-    with ui.store_from(ctx) as store:
-        with ui.progress_bar("importing opagent") as progress:
-            s = import_opagent(
-                store, directory, run, agent=agent, model=model, paradigm=paradigm, on_progress=progress
-            )
-        ui.console.print(
-            f"run {s.run}: {s.n_tasks} tasks from {s.n_files} files, {s.n_steps} steps, "
-            f"{s.n_screenshots} with a screenshot; scores: {s.n_success} successes of {s.n_scored}"
-        )
-        ui.print_table("terminations", ["termination", "tasks"], sorted(s.terminations.items()))
-        _problems(s.problems)
-        print_offline(store, run)
-
-
 def evaluate_offline_cmd(
     ctx: typer.Context,
     run: Annotated[str, typer.Option("--run", help="Run without network traces to evaluate offline.")],
@@ -106,6 +77,5 @@ def evaluate_offline_cmd(
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
-    """Add this area's commands to the main app and to the `import` group."""
-    import_app.command("opagent")(import_opagent_cmd)
+    """Add this area's commands to the main app."""
     app.command("evaluate-offline")(evaluate_offline_cmd)

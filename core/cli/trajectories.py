@@ -10,15 +10,6 @@ import typer
 from core.cli import ui
 
 
-def _problems(problems: list) -> None:
-    if problems:
-        ui.console.print(f"{len(problems)} problem(s) recorded (see import_problems):")
-        for p in problems[:10]:
-            ui.console.print(f"  {p.kind}: {p.message}", markup=False, highlight=False)
-        if len(problems) > 10:
-            ui.console.print(f"  … and {len(problems) - 10} more")
-
-
 def import_webarena_render_cmd(
     ctx: typer.Context,
     directory: Annotated[
@@ -54,7 +45,7 @@ def import_webarena_render_cmd(
         f"logs: {s.n_pass} PASS, {s.n_fail} FAIL ({s.log_files} log files), {s.n_without_log} tasks without a result"
     )
     ui.print_table("terminations", ["termination", "tasks"], sorted(s.terminations.items()))
-    _problems(s.problems)
+    ui.print_problems(s.problems)
 
 
 def import_gold_cmd(
@@ -99,7 +90,7 @@ def import_jsonl_cmd(
         f"{s.n_rewarded} rewarded, {s.n_success} successes"
     )
     ui.print_table("terminations", ["termination", "tasks"], sorted(s.terminations.items()))
-    _problems(s.problems)
+    ui.print_problems(s.problems)
 
 
 def import_opagent_cmd(
@@ -112,7 +103,9 @@ def import_opagent_cmd(
     model: Annotated[str | None, typer.Option(help="Model name.")] = None,
     paradigm: Annotated[str, ui.PARADIGM_OPTION] = "step_by_step",
 ) -> None:
-    """Import OpAgent's per-task trajectory files as one run; each file's score is the run's verdict."""
+    """Import OpAgent's per-task trajectory files as one run; each file's score is the run's verdict, and
+    the run is evaluated offline with WebArena's evaluators (in the same final transaction)."""
+    from core.cli.offline import print_offline
     from core.ingest.opagent import import_opagent
 
     with ui.import_store(ctx) as store, ui.progress_bar("importing OpAgent files") as progress:
@@ -124,7 +117,9 @@ def import_opagent_cmd(
         f"scores: {s.n_success} of {s.n_scored} tasks 1.0"
     )
     ui.print_table("terminations", ["termination", "tasks"], sorted(s.terminations.items()))
-    _problems(s.problems)
+    ui.print_problems(s.problems)
+    with ui.store_from(ctx, read_only=True) as store:
+        print_offline(store, run)
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:

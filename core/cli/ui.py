@@ -86,6 +86,16 @@ def say(text: str) -> None:
     console.print(text, markup=False, highlight=False)
 
 
+def print_problems(problems: list) -> None:
+    """The per-task problems an import recorded: how many, and the first ten (as text, never markup)."""
+    if problems:
+        console.print(f"{len(problems)} problem(s) recorded (see import_problems):")
+        for p in problems[:10]:
+            console.print(f"  {p.kind}: {p.message}", markup=False, highlight=False)
+        if len(problems) > 10:
+            console.print(f"  … and {len(problems) - 10} more")
+
+
 def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
     # Cells and titles may hold run names or agent text: Text objects are never parsed as markup.
     from rich.text import Text

@@ -118,12 +118,6 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_har_entries(path: Path) -> list[dict]:
-    """The HAR's `log.entries`, each dict exactly as in the file; InputError when the file is unusable."""
-    with gc_paused():
-        return list(iter_har_entries(Path(path)))
-
-
 def load_trace_entries(path: Path) -> list[dict]:
     """Entries of a HAR file or a Playwright trace (zip, `trace.network`, or a directory holding it)."""
     with gc_paused():
@@ -786,11 +780,6 @@ def network_events_table(run: str, task_id: int, entries: Iterable[Any]) -> pa.T
     for entry in entries:
         builder.add(entry)
     return builder.table()
-
-
-def network_event_rows(run: str, task_id: int, entries: Iterable[Any]) -> list[dict]:
-    """`network_events` rows of one task's trace as dicts (seq = index of the entry)."""
-    return network_events_table(run, task_id, entries).to_pylist()
 
 
 class _SharedHeaders:

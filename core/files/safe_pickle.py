@@ -322,7 +322,7 @@ def _load(data: bytes) -> Any:
     try:
         return RestrictedUnpickler(io.BytesIO(data)).load()
     except Exception as exc:  # a hostile pickle may raise anything from the opcodes it uses
-        raise SafePickleError(f"not a readable pickle ({type(exc).__name__}: {_first_line(exc)})") from None
+        raise SafePickleError(f"not a readable pickle ({type(exc).__name__}: {first_line(exc)})") from None
     finally:
         if was_enabled:
             gc.enable()
@@ -334,7 +334,7 @@ def gunzip(data: bytes, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
     try:
         out = d.decompress(data, limit)
     except zlib.error as exc:
-        raise SafePickleError(f"not a gzip file ({_first_line(exc)})") from None
+        raise SafePickleError(f"not a gzip file ({first_line(exc)})") from None
     if d.unconsumed_tail:
         raise SafePickleError(f"decompresses to more than {limit} bytes")
     if not d.eof:
@@ -393,6 +393,6 @@ def to_plain(obj: Any, _seen: set[int] | None = None, budget: Budget | None = No
         seen.discard(id(obj))
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

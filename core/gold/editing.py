@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import InputError, NotFound, TrajreviewError
+from core.errors import Conflict, InputError, NotFound
 from core.gold.versions import GoldStep
 from core.measure.action_grammar.webarena import gold_value, parse_gold_step
 from core.store import Store, insert_rows, utcnow
@@ -24,7 +24,7 @@ from core.values import normalise_text
 StepLike = str | Mapping[str, Any] | GoldStep
 
 
-class GoldConflict(TrajreviewError):
+class GoldConflict(Conflict):
     """A save based on a version that is no longer the current one (someone saved in between)."""
 
     def __init__(self, gold_set: str, task_id: int, based_on: int | None, current: dict[str, Any]):

@@ -523,7 +523,7 @@ def _read_episode_or_problem(directory: str, name: str) -> EpisodeRead:
     try:
         return read_episode(directory, name)
     except Exception as exc:  # one episode must never fail the whole import
-        reason = f"{type(exc).__name__}: {safe_pickle._first_line(exc)}"[:300]
+        reason = f"{type(exc).__name__}: {safe_pickle.first_line(exc)}"[:300]
         problem = Problem(task_id=task_id_of(Path(directory)), source_path=directory, kind="bad_episode",
                           message=f"{Path(directory).name}: cannot be read ({redact_paths(reason)}); skipped")  # fmt: skip
         return EpisodeRead(directory=directory, problems=[problem])

@@ -117,7 +117,6 @@ class RenderStep:
     observation: str | None = None
     prev_action: str | None = None
     raw_output: str | None = None
-    action_repr: str | None = None
     parsed_action: str | None = None
     n_candidates: int = 0
 
@@ -280,8 +279,6 @@ def parse_render(html: str) -> Render:
             continue  # a variant renderer shows ranked candidates: the first one is the executed one
         elif kind == "raw_parsed_prediction":
             step.raw_output = _text(node)
-        elif kind == "action_object":
-            step.action_repr = _text(node)
         elif kind == "parsed_action":
             step.parsed_action = (_text(node) or "").strip()
     return Render(header=header, steps=steps)

@@ -139,4 +139,6 @@ def _write_run(store, meta, trajectories, problems, extra_writes) -> None:
         for write in extra_writes:
             write(cur)
         if meta.source_format in NO_TRACE_FORMATS and trajectories:
-            evaluate_offline_on(cur, meta.name, trajectories=trajectories)
+            answers = mark_answers(trajectories)
+            chosen = [t for t in trajectories if (t.task_id, t.episode) in answers]
+            evaluate_offline_on(cur, meta.name, trajectories=chosen)

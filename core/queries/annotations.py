@@ -94,16 +94,6 @@ def history(
     )
 
 
-def annotated_in_task(store: Store, run: str, task_id: int) -> pd.DataFrame:
-    """Current labels and notes on the task's steps and events (for the markers in Steps and Network)."""
-    return store.query_df(
-        f"SELECT target, episode, step_idx, event_seq, label, note, author, created_at FROM ({latest_sql()})"
-        " WHERE target IN ('step', 'event') AND run = ? AND task_id = ? AND (label IS NOT NULL OR note IS NOT NULL)"
-        " ORDER BY target, step_idx, event_seq",
-        [run, task_id],
-    )
-
-
 def vocabulary(store: Store, include_retired: bool = False) -> list[dict[str, Any]]:
     """The label vocabulary: latest row per label, with how many current annotations use it."""
     rows = store.query_dicts(

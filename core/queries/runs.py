@@ -117,13 +117,6 @@ def success_by_site(store: Store, run: str) -> pd.DataFrame:
     return with_rate(df, "successes", "scored")
 
 
-def problems_of(store: Store, run: str) -> list[dict[str, Any]]:
-    return store.query_dicts(
-        "SELECT task_id, source_path, kind, message FROM import_problems WHERE run = ? ORDER BY task_id NULLS FIRST",
-        [run],
-    )
-
-
 def several_attempts(store: Store, run: str) -> list[dict[str, Any]]:
     """Tasks of `run` with more than one episode, and which episode is the run's answer for each."""
     return store.query_dicts(

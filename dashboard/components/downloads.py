@@ -9,7 +9,7 @@ import re
 import pandas as pd
 
 
-def _xlsx(df: pd.DataFrame) -> bytes:
+def xlsx_bytes(df: pd.DataFrame) -> bytes:
     buffer = io.BytesIO()
     with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
         df.to_excel(writer, index=False, sheet_name="table")
@@ -24,7 +24,7 @@ def table_downloads(where, df: pd.DataFrame, name: str) -> None:
                          key=f"csv-{stem}", icon=":material/download:", on_click="ignore")  # fmt: skip
     right.download_button(
         # Built only when clicked (a callable): the workbook costs more than the page.
-        "xlsx", functools.partial(_xlsx, df), f"{stem}.xlsx",
+        "xlsx", functools.partial(xlsx_bytes, df), f"{stem}.xlsx",
         "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         key=f"xlsx-{stem}", icon=":material/download:", on_click="ignore",
     )  # fmt: skip

@@ -23,7 +23,6 @@ JUDGE_VERSION = "1"
 
 Kind = Literal["gold_vs_agent", "agent_vs_agent", "stated_vs_executed", "requirement_in_answer"]
 KINDS: tuple[Kind, ...] = ("gold_vs_agent", "agent_vs_agent", "stated_vs_executed", "requirement_in_answer")
-Source = Literal["rule", "lexical", "embedding", "llm", "offline", "none"]
 STAGES: tuple[str, ...] = ("rule", "lexical", "embedding", "llm", "offline", "none")
 
 
@@ -42,7 +41,6 @@ class Verdict:
     score: float | None = None
     approximate: bool = False  # settled without an LLM inside the ambiguous band
     rationale: str | None = None
-    from_cache: bool = False
 
     @property
     def label(self) -> str:

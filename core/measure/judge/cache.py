@@ -49,7 +49,7 @@ class JudgmentCache:
             cur.unregister("_wanted_keys")
             cur.close()
         return {
-            keys[key]: Verdict(verdict, source, score, rationale=rationale, from_cache=True)
+            keys[key]: Verdict(verdict, source, score, rationale=rationale)
             for key, verdict, score, source, rationale in rows
         }
 

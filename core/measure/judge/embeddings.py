@@ -36,7 +36,6 @@ class EmbeddingStage:
         if not ok:
             raise RuntimeError(why)
         self.reject_below = reject_below
-        self.model_name = MODEL_PACKAGE
         self._encode = _load_encoder()
 
     def similarities(self, pairs: Sequence[Pair]) -> list[float]:

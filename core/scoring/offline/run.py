@@ -120,11 +120,9 @@ def load_task_records(
 def records_from_trajectories(
     cur: duckdb.DuckDBPyConnection, run: str, trajectories: Sequence[Any]
 ) -> list[tuple[int, str | None, TaskRecord | None, str | None, str | None]]:
-    """The same records as `load_task_records`, built from the run's in-memory `TrajectoryRecord`s (the
-    import path: the steps just inserted need not be read back)."""
-    from core.ingest.records import mark_answers
-
-    answers = mark_answers(trajectories)
+    """The same records as `load_task_records`, built from the run's in-memory answer trajectories (each
+    task's `TrajectoryRecord` the importer marked as its answer: the steps just inserted need not be read
+    back)."""
     originals = cur.execute(
         "SELECT task_id, intent AS o_intent, eval_types AS o_eval_types, reference_answers AS o_reference_answers,"
         " reference_url AS o_reference_url, program_html AS o_program_html, string_note AS o_string_note"
@@ -135,7 +133,7 @@ def records_from_trajectories(
     verdicts = {t: (status, source) for t, status, source in cur.execute(
         "SELECT task_id, status, source FROM evaluations WHERE run = ?", [run]).fetchall()}  # fmt: skip
     out = []
-    for t in sorted((t for t in trajectories if (t.task_id, t.episode) in answers), key=lambda t: t.task_id):
+    for t in sorted(trajectories, key=lambda t: t.task_id):
         status, source = verdicts.get(t.task_id, (None, None))
         last = t.steps[-1] if t.steps else None
         row = {
@@ -262,8 +260,8 @@ def evaluate_offline_on(
     cur: duckdb.DuckDBPyConnection, run: str, *, fuzzy: FuzzyAnswer | None = None,
     on_progress: ProgressCallback | None = None, trajectories: Sequence[Any] = (),
 ) -> OfflineSummary:  # fmt: skip
-    """Evaluate and write, on the caller's cursor (inside its transaction). An importer passes the
-    `trajectories` it is writing, so nothing is read back."""
+    """Evaluate and write, on the caller's cursor (inside its transaction). An importer passes the answer
+    `trajectories` it is writing (one per task), so nothing is read back."""
     records = (
         records_from_trajectories(cur, run, trajectories) if trajectories else load_task_records(cur, run)
     )

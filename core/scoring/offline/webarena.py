@@ -36,7 +36,6 @@ from nltk.tokenize import word_tokenize
 from core.scoring.explanations import clip, quoted, short_url
 from core.scoring.offline.urls import canonical_url
 
-EVALUATORS = ("string_match", "url_match", "program_html")
 OR = " |OR| "
 
 # A fuzzy question for an LLM: (kind, reference, answer, intent); kind fuzzy_match | ua_match.
