@@ -117,20 +117,26 @@ def build(store: Store, runs: Sequence[str], *, database_name: str = "") -> str:
                            .rename(columns={"value": dimension}))  # fmt: skip
         parts.append(_section(f"Success by {dimension}", body))
 
-    if len(runs) >= 2:
-        cmp = compare.compare_runs(store, runs[0], runs[1])
+    pair = compare.comparison_pair(store, runs) if len(runs) >= 2 else None
+    if len(runs) >= 2 and pair is None:
+        parts.append(
+            _section("Comparison", "<p>No two of these runs scored a task in common: nothing to pair.</p>")
+        )
+    if pair is not None:
+        cmp = compare.compare_runs(store, *pair)
         s, o = cmp.success, cmp.outcomes
         two = pd.DataFrame({"": ["A passed", "A failed"], "B passed": [o["both pass"], o["B only"]],
                             "B failed": [o["A only"], o["both fail"]]})  # fmt: skip
         diff = "–" if is_missing(s["diff"]) else f"{s['diff'] * 100:+.1f} points"
         ci = "" if is_missing(s["ci_low"]) else f" [{s['ci_low'] * 100:+.1f}, {s['ci_high'] * 100:+.1f}]"
-        body = (f"<p>A = <b>{_e(cmp.a)}</b>, B = <b>{_e(cmp.b)}</b>, paired over {s['n']} tasks both scored "
+        body = (f"<p>A = <b>{_e(cmp.a)}</b>, B = <b>{_e(cmp.b)}</b> (the latest run and the latest earlier one "
+                f"that scored tasks in common with it), paired over {s['n']} tasks both scored "
                 f"({_e(', '.join(f'{k} {v}' for k, v in cmp.unpaired.items()))}). B − A = {diff}{ci} "
                 f"(paired bootstrap 95 % CI); McNemar exact p = {cmp.mcnemar_p:.3g}.</p>"
                 + table_html(two) + "<h3>Per site (B − A, paired bootstrap 95 % CI)</h3>" + table_html(cmp.per_site))  # fmt: skip
         if cmp.metric_config:
             body += f"<h3>Metrics ({_e(' / '.join(cmp.metric_config))})</h3>" + table_html(cmp.metrics)
-        parts.append(_section("Comparison of the first two runs", body))
+        parts.append(_section(f"Comparison: {cmp.b} against {cmp.a}", body))
 
     choices = metrics_view.metric_choices(store, runs)
     if choices.empty:

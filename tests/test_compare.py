@@ -93,3 +93,21 @@ def test_metric_differences_say_what_they_leave_out(cmp):
     # babelcloud is answer-only: no step metric is defined, and the table says so instead of a number.
     ssr = result.metrics.set_index("metric").loc["ssr"]
     assert ssr["n"] == 0 and "undefined in A" in ssr["left_out_why"]
+
+
+def test_one_rule_picks_the_runs_every_default_comparison_pairs(demo_db):
+    """The Compare page and `report --html` pair the latest run with the latest earlier run that scored
+    a task in common with it; runs that share no scored task are never paired (the HTML report once
+    compared two runs with no task in common)."""
+    with Store(demo_db, read_only=True) as s:
+        runs = compare.report_runs(s)
+        assert runs == [r for (r,) in s.query("SELECT name FROM runs ORDER BY imported_at, name")]
+        a, b = compare.comparison_pair(s)
+        assert compare.compare_runs(s, a, b).success["n"] > 0
+        assert runs.index(a) < runs.index(b)
+        # wav-demo (tasks 107, 108) and agentlab-sample share no scored task.
+        assert compare.comparison_pair(s, ["wav-demo", "agentlab-sample"]) is None
+        assert compare.comparison_pair(s, ["wav-demo", "opagent", "agentlab-sample"]) == (
+            "opagent",
+            "agentlab-sample",
+        )

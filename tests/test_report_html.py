@@ -41,7 +41,7 @@ def test_report_is_one_file_with_tables_cis_and_escaped_text(report: Path):
     text = report.read_text(encoding="utf-8")
     assert "<script src=" not in text and "cdn.plot.ly" not in text.split("</script>")[-1]
     assert HOSTILE not in text and "&lt;img src=x" in text
-    for heading in ("Success by site", "Success by task type", "Table 4", "Comparison of the first two runs",
+    for heading in ("Success by site", "Success by task type", "Table 4", "Comparison: agentlab-sample against opagent",
                     "Planning paradigms"):  # fmt: skip
         assert heading in text
     assert "McNemar exact p" in text and "left_out_why" in text
@@ -85,3 +85,15 @@ def test_report_renders_its_charts_offline_in_chromium(report: Path):
         finally:
             browser.close()
     assert requests == []  # nothing asked for the network
+
+
+def test_default_report_compares_runs_that_share_tasks(demo_db, tmp_path):
+    """With no --run the report covers every run, and its comparison pairs two runs that scored tasks
+    in common (the same rule as the Compare page), not simply the first two."""
+    out = tmp_path / "all.html"
+    result = CliRunner().invoke(app, ["--db", str(demo_db), "report", "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text(encoding="utf-8")
+    assert "Comparison: opagent against webarena-render-babelcloud" in text
+    paired = re.search(r"paired over (\d+) tasks both scored", text)
+    assert paired and int(paired.group(1)) > 700

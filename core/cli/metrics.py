@@ -120,14 +120,14 @@ def report_cmd(
     """The paper's tables: success per domain (3), metric means (4), steps (6), answer categories (7)."""
     from core.errors import InputError
     from core.queries import paper_tables as pt
-    from core.queries.runs import run_names
+    from core.queries.compare import report_runs
 
     if fmt not in _FORMATS:
         raise InputError("--format", f"must be one of {', '.join(_FORMATS)}")
     if html_out is not None and not html_out.parent.is_dir():
         raise InputError(str(html_out), "its directory does not exist")
     with ui.store_from(ctx, read_only=True) as store:
-        runs = list(runs or reversed(run_names(store)))
+        runs = list(runs or report_runs(store))
         if not runs:
             raise InputError("--run", "the database has no run")
         require_runs(store, runs)

@@ -8,6 +8,7 @@ are B − A.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -35,6 +36,35 @@ class Comparison:
     metric_config: tuple[str, str, str] | None
     per_site: pd.DataFrame  # site, n, rate_a, rate_b, diff, ci_low, ci_high, only_a, only_b
     notes: list[str] = field(default_factory=list)
+
+
+def report_runs(store: Store) -> list[str]:
+    """The runs a report covers when none is named: every run, oldest first (the baseline first, so
+    Table 3's deltas read as "what changed since")."""
+    return [name for (name,) in store.query("SELECT name FROM runs ORDER BY imported_at, name")]
+
+
+def comparison_pair(store: Store, runs: Sequence[str] | None = None) -> tuple[str, str] | None:
+    """The two runs every default comparison pairs (the Compare page, `report --html`): B is the latest of
+    `runs` (oldest first; default: every run) and A the latest earlier one that scored at least one task
+    B also scored. None when no two of them share a scored task: there is nothing to pair."""
+    ordered = list(runs) if runs is not None else report_runs(store)
+    shared = {
+        (a, b): n
+        for a, b, n in store.query(
+            f"""WITH v AS ({verdicts_sql(one_run=False)})
+                SELECT x.run, y.run, count(*) FROM v x JOIN v y ON x.task_id = y.task_id AND x.run <> y.run
+                WHERE list_contains($runs, x.run) AND list_contains($runs, y.run)
+                  AND list_contains($scored, x.verdict) AND list_contains($scored, y.verdict)
+                GROUP BY ALL""",
+            {"runs": ordered, "scored": list(SCORED)},
+        )
+    }
+    for j in range(len(ordered) - 1, 0, -1):
+        for i in range(j - 1, -1, -1):
+            if shared.get((ordered[i], ordered[j]), 0) > 0:
+                return ordered[i], ordered[j]
+    return None
 
 
 def _outcome(pass_a: bool, pass_b: bool) -> str:

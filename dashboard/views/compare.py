@@ -32,7 +32,8 @@ names = run_names_or_stop()
 if len(names) < 2:
     st.info("Comparing needs two runs in the database: see the Runs page.")
     st.stop()
-for key, default in (("a", names[1]), ("b", names[0])):
+pair = read(q.comparison_pair) or (names[1], names[0])
+for key, default in zip(("a", "b"), pair, strict=True):
     wanted = state.param(key)
     if wanted is not None and wanted not in names:
         st.error(f"No run named {wanted!r} in this database.")
