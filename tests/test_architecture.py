@@ -210,3 +210,69 @@ def test_no_cli_name_is_registered_twice():
     names = walk(app, "")
     assert len(names) > 25 and "import opagent" in names
     assert sorted(n for n in set(names) if names.count(n) > 1) == []
+
+
+def _store_modes(fn) -> set[str]:
+    """How a command opens the database, read from its code (and same-module helpers it calls)."""
+    import ast
+    import inspect
+    import textwrap
+
+    module = inspect.getmodule(fn)
+    modes: set[str] = set()
+    seen: set[str] = set()
+
+    def visit(func) -> None:
+        if func.__name__ in seen:
+            return
+        seen.add(func.__name__)
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name == "import_store":
+                modes.add("final transaction")
+            elif name == "store_from":
+                read_only = next((k.value for k in node.keywords if k.arg == "read_only"), None)
+                constant = isinstance(read_only, ast.Constant) and read_only.value is True
+                modes.add("read-only" if constant else "read-write while it runs")
+            elif name in ("build_demo", "_serve"):
+                modes.add("read-write while it runs")
+            elif isinstance(node.func, ast.Name) and inspect.isfunction(getattr(module, name, None)):
+                helper = getattr(module, name)
+                if helper.__module__ == module.__name__:
+                    visit(helper)
+
+    visit(fn)
+    return modes
+
+
+def test_commands_hold_the_file_as_documented(repo_root):
+    """docs/architecture.md says, per command, how long it holds the database file; the code agrees."""
+    import typer.main
+
+    from core.cli.main import app
+
+    documented: dict[str, str] = {}
+    text = (repo_root / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Who holds the database file")[1].split("\n## ")[0]
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and "`" in cells[0]:
+            for name in re.findall(r"`([^`]+)`", cells[0]):
+                documented[name] = cells[1]
+
+    def commands(group: typer.Typer, path: str):
+        for c in group.registered_commands:
+            yield f"{path} {c.name or typer.main.get_command_name(c.callback.__name__)}".strip(), c.callback
+        for sub in group.registered_groups:
+            yield from commands(sub.typer_instance, f"{path} {sub.name}".strip())
+
+    order = ["read-only", "final transaction", "read-write while it runs"]
+    found = {}
+    for name, callback in commands(app, ""):
+        modes = _store_modes(callback)
+        if modes:
+            found[name] = max(modes, key=order.index)
+    assert found == documented
