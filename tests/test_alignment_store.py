@@ -7,6 +7,7 @@ the paper's gold, the stored-and-read view must show exactly the same rows, mark
 
 from __future__ import annotations
 
+import pickle
 import shutil
 import subprocess
 import sys
@@ -253,7 +254,8 @@ def test_read_model_never_asks_the_judge(demo, monkeypatch):
 
     monkeypatch.setattr(CascadeJudge, "judge_many", refuse)
     for task_id in _measured_tasks(demo, "opagent", answer_only=False)[:10]:
-        assert qa.alignment_view(demo, "opagent", task_id, GOLD).rows
+        view = qa.alignment_view(demo, "opagent", task_id, GOLD)
+        assert view.rows and pickle.loads(pickle.dumps(view)) == view  # noqa: S301 (the app cache pickles it)
         assert task_report(demo, "opagent", task_id)["alignment"]["computed"]
 
 
