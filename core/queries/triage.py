@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
 from core.queries.annotations import split_labels, task_labels_sql
-from core.queries.records import Record
 from core.queries.runs import verdicts_sql
 from core.store import Store
 
@@ -43,8 +42,14 @@ def metric_configs(store: Store, run: str) -> list[dict]:
     )
 
 
-class TriageRow(Record):
-    """One task of a run in Triage: summary columns only (never steps, observations or events)."""
+@dataclass(slots=True)
+class TriageRow:
+    """One task of a run in Triage: summary columns only (never steps, observations or events).
+
+    A plain slotted dataclass rather than a pydantic record, and not frozen (treat it as read-only): a
+    run has hundreds of rows and the app's cache rebuilds them on every view, where validation or frozen
+    assignment would cost several times more. The values come typed from DuckDB; `field_docs` reads the
+    field documentation below."""
 
     task_id: int
     """WebArena task id."""
@@ -97,14 +102,23 @@ class TriageRow(Record):
 
 # Frame dtypes by field type: numbers stay numeric (a missing one is NA or NaN); text and optional flags keep
 # Python objects, None for missing.
-_DTYPES = {int: "int64", bool: "bool", float: "float64", int | None: "Int64", float | None: "float64"}
+_DTYPES = {
+    "int": "int64",
+    "bool": "bool",
+    "float": "float64",
+    "int | None": "Int64",
+    "float | None": "float64",
+}
 # Columns the table's frame adds to the record fields: the "failed first" sort key.
 DERIVED_COLUMNS = ("failed_rank",)
+ROW_FIELDS = tuple(f.name for f in fields(TriageRow))
 
 
-class TriageTable(Record):
+@dataclass(eq=True)
+class TriageTable:
     """Every task of a run (or the tasks a filter kept, in its order), with the metric configuration
-    whose SSR/EAR fill the rows."""
+    whose SSR/EAR fill the rows. Pickled column by column (the app's cache stores it; a list of row
+    objects unpickles ~10x slower); its frame is built once per table and never pickled."""
 
     run: str
     """The run."""
@@ -112,9 +126,19 @@ class TriageTable(Record):
     """(gold set, judge config, preset) of the SSR/EAR columns; None when the run has no metrics."""
     rows: list[TriageRow]
     """One row per task, by task id (after `apply_filter`: the filter's rows in its sort order)."""
+    _frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def __getstate__(self) -> dict:
+        columns = [[getattr(r, name) for r in self.rows] for name in ROW_FIELDS]
+        return {"run": self.run, "metric_config": self.metric_config, "columns": columns}
+
+    def __setstate__(self, state: dict) -> None:
+        self.run, self.metric_config = state["run"], state["metric_config"]
+        self.rows = [TriageRow(*values) for values in zip(*state["columns"], strict=True)]
+        self._frame = None
 
     @property
     def empty(self) -> bool:
@@ -131,20 +155,27 @@ class TriageTable(Record):
     def frame(self) -> pd.DataFrame:
         """The rows as a DataFrame, one column per `TriageRow` field in declaration order (text columns
         keep None for missing values) plus `failed_rank` (0 for failed tasks): what the page displays and
-        what filtering and sorting work on."""
-        columns: dict[str, pd.Series] = {}
-        for name, info in TriageRow.model_fields.items():
-            values = [getattr(r, name) for r in self.rows]
-            columns[name] = pd.Series(values, dtype=_DTYPES.get(info.annotation, object))
-        frame = pd.DataFrame(columns)
-        frame["failed_rank"] = [0 if r.failed else 1 for r in self.rows]
-        return frame
+        what filtering and sorting work on. Built once and shared: treat it as read-only."""
+        if self._frame is None:
+            types = {f.name: str(f.type) for f in fields(TriageRow)}
+            frame = pd.DataFrame(
+                {
+                    name: pd.Series(
+                        [getattr(r, name) for r in self.rows], dtype=_DTYPES.get(types[name], object)
+                    )
+                    for name in ROW_FIELDS
+                }
+            )
+            frame["failed_rank"] = pd.Series([0 if r.failed else 1 for r in self.rows], dtype="int64")
+            self._frame = frame
+        return self._frame
 
     def take(self, positions: list[int]) -> TriageTable:
         """The same table with the rows at `positions`, in that order."""
-        return TriageTable(
-            run=self.run, metric_config=self.metric_config, rows=[self.rows[i] for i in positions]
-        )
+        taken = TriageTable(self.run, self.metric_config, [self.rows[i] for i in positions])
+        if self._frame is not None:
+            taken._frame = self._frame.take(positions).reset_index(drop=True)
+        return taken
 
 
 def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | None = None) -> TriageTable:
@@ -156,7 +187,7 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
             (configs[0]["gold_set"], configs[0]["judge_config"], configs[0]["preset"]) if configs else None
         )
     gold_set, judge, preset = metric_config or (None, None, None)
-    found = store.query_dicts(
+    cur = store.cursor().execute(
         f"""
         WITH v AS ({verdicts_sql()}),
         failing AS (
@@ -195,9 +226,9 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
         """,
         {"run": run, "gold": gold_set, "judge": judge, "preset": preset},
     )
-    return TriageTable(
-        run=run, metric_config=metric_config, rows=[TriageRow.model_validate(r) for r in found]
-    )
+    # The SELECT lists the columns in TriageRow's field order, under the fields' names.
+    assert tuple(d[0] for d in cur.description) == ROW_FIELDS
+    return TriageTable(run, metric_config, [TriageRow(*values) for values in cur.fetchall()])
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def render(run: str, task_id: int, has_attempt: bool) -> None:
 
     if not view.computed:
         why = view.missing or q.NOT_COMPUTED
-        st.warning(f"{why[0].upper()}{why[1:]} ({gold_set} / {judge_config} / {preset}).")
+        st.warning(f"{why[0].upper()}{why[1:]} ({escape_md(f'{gold_set} / {judge_config} / {preset}')}).")
         if (
             not view.stale
             and not read_only()
