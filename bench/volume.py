@@ -76,7 +76,15 @@ def _long_task(cur, run: str) -> int:
     n = cur.execute(
         "SELECT count(*) FROM steps WHERE run = ? AND task_id = ? AND episode = ?", [src_run, task, episode]
     ).fetchall()[0][0]
-    for table in ("trajectories", "steps", "observations", "metrics", "alignments", "evaluations"):
+    for table in (
+        "trajectories",
+        "steps",
+        "observations",
+        "metrics",
+        "alignments",
+        "alignment_steps",
+        "evaluations",
+    ):
         cur.execute(f"DELETE FROM {table} WHERE run = ? AND task_id = ?", [run, task])
     cur.execute(
         "INSERT INTO trajectories SELECT * REPLACE (? AS run, ? AS n_steps) FROM trajectories"

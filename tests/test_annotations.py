@@ -57,30 +57,24 @@ def test_annotations_are_append_only_and_the_latest_wins(demo_copy):
             ("bob", "evaluator too strict"),
             ("alice", "wrong element"),
         ]
-        table = triage_table(s, run).set_index("task_id")
-        assert (
-            table.loc[task, "label"] == "evaluator too strict"
-            and table.loc[other, "label"] == "gave up early"
-        )
+        table = triage_table(s, run)
+        assert table.row(task).label == "evaluator too strict" and table.row(other).label == "gave up early"
 
         # Clearing is a new row: the task has no label any more, the history keeps all three rows.
         # A step's or an event's label also reaches its task's Triage row (and filter).
         annotate(s, "step", "bob", run=run, task_id=other, episode="0", step_idx=2, label="context drift")
         annotate(s, "event", "bob", run=run, task_id=other, event_seq=5, label="gave up early")
         table = triage_table(s, run)
-        assert table.set_index("task_id").loc[other, "label"] == "context drift, gave up early"
+        assert table.row(other).label == "context drift, gave up early"
         assert "context drift" in options(table)["labels"]
         picked = apply_filter(table, TriageFilter(labels=("context drift", "wrong element")))
-        assert picked["task_id"].tolist() == [other]
+        assert picked.task_ids() == [other]
 
         annotate(s, "task", "carol", run=run, task_id=task)
         assert qa.current(s, "task", run, task) is None
         assert len(qa.history(s, "task", run, task)) == 3
-        table = triage_table(s, run).set_index("task_id")
-        assert (
-            table.loc[[task], "label"].isna().all()
-            and table.loc[other, "label"] == "context drift, gave up early"
-        )
+        table = triage_table(s, run)
+        assert table.row(task).label is None and table.row(other).label == "context drift, gave up early"
         assert s.query("SELECT count(*) FROM annotations")[0][0] == 6
 
 

@@ -62,7 +62,7 @@ def test_every_bucket_filters_triage_to_exactly_its_tasks(demo, table):
             flt = triage.filter_from_params(lambda name, p=params: p.get(name, []))
             shown = triage.apply_filter(tasks, flt)
             assert len(shown) == row.scored + row.unscored, (run, row.dimension, row.value)
-            assert int((shown["verdict"] == "success").sum()) == row.successes
+            assert sum(r.verdict == "success" for r in shown.rows) == row.successes
 
 
 def test_per_site_equals_the_official_cli(shared_data: Path, tmp_path: Path, demo):
@@ -108,7 +108,7 @@ def test_label_buckets_follow_triage_with_task_step_and_event_labels(demo_db: Pa
     shutil.copy(demo_db, db)
     run = "agentlab-sample"
     with Store(db) as store:
-        tasks = triage.triage_table(store, run)["task_id"].tolist()
+        tasks = triage.triage_table(store, run).task_ids()
         step = store.query(
             "SELECT task_id, episode, idx FROM steps WHERE run = ? AND task_id <> ? ORDER BY task_id LIMIT 1",
             [run, tasks[0]],

@@ -135,9 +135,9 @@ def test_run_without_metrics_offers_to_compute_them(open_page, demo_db, tmp_path
         cur.execute("DELETE FROM metrics WHERE run = 'agentlab-sample'")
         cur.execute("DELETE FROM alignments WHERE run = 'agentlab-sample'")
     at = open_page(db, TASK, run="agentlab-sample", task="162", tab="Alignment")
-    assert "No stored metrics for this task" in page_texts(at)
+    assert "Metrics not computed for this configuration" in page_texts(at)
     at.button(key="compute-metrics").click().run()
     assert not at.exception
     with Store(db, read_only=True) as s:
         assert s.query("SELECT count(*) FROM metrics WHERE run = 'agentlab-sample'")[0][0] == 1
-    assert "No stored metrics for this task" not in page_texts(at)
+    assert "Metrics not computed for this configuration" not in page_texts(at)

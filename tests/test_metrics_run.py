@@ -225,7 +225,7 @@ def test_unresolved_alternative_is_not_skipped_as_if_different():
     # Alternative 0 scores 1/2; alternative 1 cannot be scored (its only pair is unresolved) and might
     # have scored 1.0: keeping alternative 0 would count the unanswered pair as "different".
     task = _task([["A", "B"], ["A?"]], ["A", "C"])
-    values, _, reasons, _, unresolved = compute_task(task, _scripted, PRESETS["default"])
+    values, _, reasons, _, unresolved, _ = compute_task(task, _scripted, PRESETS["default"])
     assert values["ssr"] is None and values["rr"] is None and reasons["ssr"] == "unresolved_pairs"
     assert unresolved > 0
     # A scored alternative that already reaches 1.0 is the best whatever the unresolved one says.

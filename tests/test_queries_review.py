@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from core.queries import network, runs, task, triage
+from core.queries.records import field_docs
 from core.store import Store
 
 
@@ -52,16 +53,20 @@ def test_success_by_site_uses_the_official_buckets(demo):
 
 def test_triage_filter_search_sort_and_neighbours(demo):
     table = triage.triage_table(demo, "webarena-render-babelcloud")
-    assert len(table) == 812 and table["task_id"].is_unique
+    assert len(table) == 812 and len(set(table.task_ids())) == 812
     failed_gitlab = triage.apply_filter(table, triage.TriageFilter(sites=("gitlab",), verdicts=("failure",)))
-    assert set(failed_gitlab["site"]) == {"gitlab"} and set(failed_gitlab["verdict"]) == {"failure"}
+    assert {r.site for r in failed_gitlab.rows} == {"gitlab"} and {r.verdict for r in failed_gitlab.rows} == {
+        "failure"
+    }
     without_gold = triage.apply_filter(table, triage.TriageFilter(has_gold="without gold"))
-    assert not without_gold["has_gold"].any() and len(without_gold) == 812 - table["has_gold"].sum()
+    assert not any(r.has_gold for r in without_gold.rows)
+    assert len(without_gold) == 812 - sum(r.has_gold for r in table.rows)
     by_steps = triage.apply_filter(table, triage.TriageFilter(sort="steps (most first)"))
-    assert by_steps["steps"].is_monotonic_decreasing
+    steps = [r.steps for r in by_steps.rows if r.steps is not None]
+    assert steps == sorted(steps, reverse=True) and by_steps.rows[-1].steps is None or None not in steps
     found = triage.apply_filter(table, triage.TriageFilter(text="YOGA STRAP"))  # case-insensitive, in answers
-    assert 2 in set(found["task_id"])
-    ordered = failed_gitlab["task_id"].tolist()
+    assert 2 in set(found.task_ids())
+    ordered = failed_gitlab.task_ids()
     prev_, next_ = triage.task_neighbours(
         table, triage.TriageFilter(sites=("gitlab",), verdicts=("failure",)), ordered[1]
     )
@@ -122,6 +127,97 @@ def test_app_cache_is_keyed_by_arguments_and_database_fingerprint(demo_db, tmp_p
     after = db.read(triage.triage_table, "agentlab-sample")
     # The same call after the write reads the new state: the evaluation row is gone, so the verdict now
     # comes from the episode's own success flag.
-    assert a.set_index("task_id").loc[191, "verdict_source"] == "source-reward"
-    assert after.set_index("task_id").loc[191, "verdict_source"] == "source-success"
-    assert after.set_index("task_id").loc[191, "verdict"] == "failure"
+    assert a.row(191).verdict_source == "source-reward"
+    assert after.row(191).verdict_source == "source-success"
+    assert after.row(191).verdict == "failure"
+
+
+def _reference_filter(rows: list[triage.TriageRow], f: triage.TriageFilter) -> list[int]:
+    """Triage's filter and sort semantics spelled out in plain Python over the typed rows."""
+    from core.queries.annotations import split_labels
+
+    def isin(value, wanted) -> bool:
+        return value in wanted or (triage.NONE in wanted and value is None)
+
+    def keep(r: triage.TriageRow) -> bool:
+        text = f.text.strip()
+        labels = split_labels(r.label)
+        return all((
+            not f.sites or r.site in f.sites,
+            not f.verdicts or r.verdict in f.verdicts,
+            not f.evaluators or bool(set(f.evaluators) & {e.strip() for e in (r.failing_evaluators or "").split(",")}),
+            not f.terminations or isin(r.termination, f.terminations),
+            not f.task_types or isin(r.task_type, f.task_types),
+            f.hard is None or r.hard is (f.hard == triage.HARD[0]),
+            f.has_gold is None or r.has_gold == (f.has_gold == triage.HAS_GOLD[0]),
+            not f.labels or bool(set(f.labels) & labels) or (triage.NONE in f.labels and not labels),
+            not text
+            or text.casefold() in "\n".join((r.intent or "", r.answer or "", r.explanation or "")).casefold()
+            or (text.isdigit() and r.task_id == int(text)),
+        ))  # fmt: skip
+
+    sort_keys = {
+        "failed first": lambda r: (not r.failed, r.task_id),
+        "task": lambda r: r.task_id,
+        "site": lambda r: (r.site is None, r.site or "", r.task_id),
+        "steps (most first)": lambda r: (r.steps is None, -(r.steps or 0), r.task_id),
+        "SSR (lowest first)": lambda r: (r.ssr is None, r.ssr or 0.0, r.task_id),
+    }
+    assert set(sort_keys) == set(triage.SORTS)
+    return [r.task_id for r in sorted(filter(keep, rows), key=sort_keys[f.sort])]
+
+
+def test_typed_triage_rows_filter_and_sort_as_documented(demo):
+    import pickle
+    import random
+
+    rng = random.Random(7)
+    for run in [r for (r,) in demo.query("SELECT name FROM runs ORDER BY name")]:
+        table = triage.triage_table(demo, run)
+        assert pickle.loads(pickle.dumps(table)) == table  # noqa: S301 (our own bytes: the app cache pickles it)
+        frame = table.frame()
+        assert list(frame.columns) == [*triage.ROW_FIELDS, *triage.DERIVED_COLUMNS]
+        assert len(frame) == len(table) and frame["task_id"].tolist() == table.task_ids()
+        assert set(field_docs(triage.TriageRow)) == set(triage.ROW_FIELDS)  # every field says what it is
+        opts = triage.options(table)
+
+        def pick(values: list[str]) -> tuple[str, ...]:
+            return tuple(rng.sample(values, rng.randint(0, min(2, len(values)))))
+
+        filters = [triage.TriageFilter(sort=s) for s in triage.SORTS]
+        filters += [
+            triage.TriageFilter(
+                sites=pick(opts["sites"]),
+                verdicts=pick(opts["verdicts"]),
+                evaluators=pick(opts["evaluators"]),
+                terminations=pick(opts["terminations"]),
+                has_gold=rng.choice([None, *triage.HAS_GOLD]),
+                labels=pick(opts["labels"]),
+                text=rng.choice(["", "", "the", "2", "n/a"]),
+                sort=rng.choice(list(triage.SORTS)),
+                task_types=pick(opts["task_types"]),
+                hard=rng.choice([None, *triage.HARD]),
+            )  # fmt: skip
+            for _ in range(60)
+        ]
+        for f in filters:
+            shown = triage.apply_filter(table, f)
+            assert shown.task_ids() == _reference_filter(table.rows, f), (run, f)
+            assert (
+                triage.counts(shown)["tasks"]
+                == len(shown)
+                == sum(triage.counts(shown)[v] for v in triage.VERDICTS)
+            )
+
+
+def test_task_header_is_a_typed_picklable_record(demo):
+    import pickle
+
+    header = task.task_header(demo, "wav-demo", 107)
+    assert isinstance(header, task.TaskHeader) and header.verdict == "failure"
+    assert (
+        header.explanations and header.agent_answer == header.response_raw
+    )  # no trajectory: the response file
+    assert pickle.loads(pickle.dumps(header)) == header  # noqa: S301 (our own bytes: the app cache pickles it)
+    assert all(info.description for info in task.TaskHeader.model_fields.values())
+    assert task.task_header(demo, "wav-demo", 5) is None

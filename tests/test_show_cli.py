@@ -49,7 +49,7 @@ def test_show_table_explains_an_engine_failure(demo_db):
 def test_show_refuses_unknown_run_task_and_format_in_one_line(demo_db):
     for args, message in (
         (["--run", "nope", "--task", "1"], "no run named 'nope'"),
-        (["--run", "wav-demo", "--task", "5"], "run 'wav-demo' has no task 5"),
+        (["--run", "wav-demo", "--task", "5"], "no task 5 in run 'wav-demo'"),
         (
             ["--run", "wav-demo", "--task", "107", "--format", "xml"],
             "--format: 'xml' is not one of table, json",

@@ -60,7 +60,10 @@ def _print(report: dict[str, Any]) -> None:
         for metric, reason in m["null_reasons"].items():
             say(f"  {metric.upper()} is NULL: {reason}")
     a = report["alignment"]
-    if a:
+    if a and not a["computed"]:
+        say(f"alignment vs {a['gold_set']} ({a['judge_config']}/{a['preset']}): {a['missing']}"
+            " (`trajreview metrics` computes it)")  # fmt: skip
+    elif a:
         say(f"alignment vs {a['gold_set']} v{a['gold_version']} alternative {a['alternative'] + 1}: "
             f"{a['matched']} of {a['n_gold']} gold steps matched by {a['n_agent']} agent steps")  # fmt: skip
         ui.print_table("alignment", ["gold", "agent step", "judge", "marks"],

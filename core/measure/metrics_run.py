@@ -1,6 +1,8 @@
 """Orchestration: load a run's trajectories and a gold set from the store, ask the judge every pair
 the metrics need (in one batch, so the LLM stage can run concurrently and the cache is hit once), compute
-the pure metrics of `core.measure.metrics`, and write `alignments` and `metrics`.
+the pure metrics of `core.measure.metrics`, and write `metrics`, `alignments` (the best alternative's
+matched pairs) and `alignment_steps` (every agent step against every gold alternative: what the Alignment
+tab shows, so the read model never runs the judge).
 """
 
 from __future__ import annotations
@@ -8,9 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
+import pyarrow as pa
 
 from core.errors import InputError, NotFound
 from core.measure import metrics as m
@@ -48,6 +51,16 @@ METRIC_VALUE_COLUMNS = (
     "success", "reward", "termination", "answer_category",
 )  # fmt: skip
 
+# Column types of `alignment_steps` (migration 4), so a batch whose column is all NULL still inserts.
+ALIGNMENT_STEPS_SCHEMA = pa.schema(
+    [("run", pa.string()), ("task_id", pa.int32()), ("episode", pa.string()), ("gold_set", pa.string()),
+     ("gold_version", pa.int32()), ("alternative", pa.int32()), ("judge_config", pa.string()),
+     ("preset", pa.string()), ("agent_idx", pa.int32()), ("agent_text", pa.string()), ("gold_idx", pa.int32()),
+     ("match_source", pa.string()), ("match_score", pa.float64()), ("deviation", pa.bool_()),
+     ("rejoined_gold_idx", pa.int32()), ("repeats_previous", pa.bool_()), ("closest_gold_idx", pa.int32()),
+     ("closest_verdict", pa.bool_()), ("closest_source", pa.string()), ("closest_score", pa.float64())]
+)  # fmt: skip
+
 
 @dataclass
 class AgentStep:
@@ -78,11 +91,30 @@ class TaskInput:
     coordinate_actions: bool = False
 
 
-@dataclass
-class TaskResult:
-    row: dict[str, Any]
-    alignments: list[dict[str, Any]]
+@dataclass(frozen=True)
+class StepAlignment:
+    """One agent step against one gold alternative, as the Alignment tab shows it (`alignment_steps`)."""
+
+    alternative: int
+    agent: int  # position in TaskInput.steps (not steps.idx)
+    gold_idx: int | None = None  # matched by the ordered alignment (LCS)
+    match: Verdict | None = None  # the matched pair's verdict
+    deviation: bool | None = None  # the RR walk left the gold path here; None: not judged
+    rejoined_gold_idx: int | None = None  # recovery: the gold step rejoined at this step
+    repeats_previous: bool | None = None  # same action as the step before; None: not judged
+    closest_gold_idx: int | None = None  # unmatched step: the gold step the judge scored highest
+    closest: Verdict | None = None  # that pair's verdict
+
+
+class TaskResult(NamedTuple):
+    """What `compute_task` finds for one task."""
+
+    values: dict[str, Any]  # the metrics row's values
+    alignment: list[tuple[int, int, int, Verdict]]  # (alt, gold_idx, agent position, verdict): best alt
     null_reasons: dict[str, str]
+    approximate: bool
+    unresolved: int  # pairs the metrics needed and the judge could not answer
+    steps: list[StepAlignment]  # every agent step against every gold alternative
 
 
 @dataclass
@@ -234,11 +266,9 @@ def _best_alternative(scored: list[tuple]) -> tuple | None:
     return max(resolved, key=lambda s: -1.0 if s[5].value is None else s[5].value)
 
 
-def compute_task(
-    task: TaskInput, verdict_of: Callable[[Pair], Verdict], preset: m.Preset
-) -> tuple[dict[str, Any], list[tuple[int, int, int, Verdict]], dict[str, str], bool, int]:
-    """Metrics of one task: (values, alignment (alt, gold_idx, agent_idx, verdict), null reasons,
-    approximate, unresolved pair count)."""
+def compute_task(task: TaskInput, verdict_of: Callable[[Pair], Verdict], preset: m.Preset) -> TaskResult:
+    """Metrics of one task, the best alternative's alignment, and every agent step against every gold
+    alternative (what the Alignment tab shows: matches, deviation/recovery/repeat marks, closest gold)."""
     ctx = task.intent
     steps = task.steps
     used: dict[Pair, Verdict] = {}
@@ -260,7 +290,9 @@ def compute_task(
         reasons.update(dict.fromkeys(STEP_METRICS, "answer_only"))
         _answer_metrics(task, ask, preset, values, reasons)
         approximate = any(v.approximate for v in used.values())
-        return values, [], reasons, approximate, sum(1 for v in used.values() if v.verdict is None)
+        unjudged = [StepAlignment(alt, a) for alt in sorted(task.gold) for a in range(len(steps))]
+        return TaskResult(values, [], reasons, approximate, sum(1 for v in used.values() if v.verdict is None),
+                          unjudged)  # fmt: skip
     # SSR and RR against every gold alternative; keep the best by SSR.
     scored = []
     for alt, gold in sorted(task.gold.items()):
@@ -334,7 +366,51 @@ def compute_task(
     _answer_metrics(task, ask, preset, values, reasons)
     approximate = any(v.approximate for v in used.values())
     unresolved = sum(1 for v in used.values() if v.verdict is None)
-    return values, alignment, reasons, approximate, unresolved
+    return TaskResult(
+        values, alignment, reasons, approximate, unresolved, _step_alignments(task, scored, verdict_of)
+    )
+
+
+def _step_alignments(
+    task: TaskInput, scored: list[tuple], verdict_of: Callable[[Pair], Verdict]
+) -> list[StepAlignment]:
+    """Every agent step against every gold alternative, from the verdicts the metrics already have
+    (task_pairs asks every gold x agent pair of every alternative and every consecutive agent pair).
+    Read through `verdict_of`, not the metrics' `ask`: showing a pair never changes which pairs a metric
+    needed (approximate, unresolved)."""
+    steps, ctx = task.steps, task.intent
+    repeats = [None] + [
+        verdict_of(Pair("agent_vs_agent", steps[i - 1].repeat_text, steps[i].repeat_text, "")).verdict
+        for i in range(1, len(steps))
+    ]
+    found: list[StepAlignment] = []
+    for alt, gold, ordered, _unordered, recovery, _primary in scored:
+        matched = {a: g for g, a in ordered.matches}
+        deviated = set(recovery.deviated_at)
+        rejoined = dict(recovery.recovered_at)
+        walked = not recovery.unresolved
+        for a, step in enumerate(steps):
+            g = matched.get(a)
+            match = closest = closest_g = None
+            if g is not None:
+                match = verdict_of(Pair("gold_vs_agent", gold[g], step.text, ctx))
+            elif gold:
+                # The gold step scored highest (ties: the earliest): the judge's "different" answer to check.
+                scores = [
+                    (verdict_of(Pair("gold_vs_agent", text, step.text, ctx)), i)
+                    for i, text in enumerate(gold)
+                ]
+                closest, closest_g = max(
+                    scores, key=lambda vi: (-1.0 if vi[0].score is None else vi[0].score, -vi[1])
+                )
+            found.append(
+                StepAlignment(
+                    alt, a, gold_idx=g, match=match, deviation=(a in deviated) if walked else None,
+                    rejoined_gold_idx=rejoined.get(a), repeats_previous=repeats[a], closest_gold_idx=closest_g,
+                    closest=closest,
+                )
+            )  # fmt: skip
+    return found
 
 
 def _answer_metrics(
@@ -374,7 +450,7 @@ def compute_run(
     judge: Judge,
     preset: m.Preset,
     on_progress: ProgressCallback | None = None,
-) -> list[tuple[TaskInput, dict[str, Any], list, dict[str, str], bool, int]]:
+) -> list[tuple[TaskInput, TaskResult]]:
     pairs = list(dict.fromkeys(p for t in tasks for p in task_pairs(t)))
     verdicts = dict(zip(pairs, judge.judge_many(pairs, on_progress), strict=True))
 
@@ -384,7 +460,7 @@ def compute_run(
             found = verdicts[pair] = judge.judge_many([pair])[0]
         return found
 
-    return [(t, *compute_task(t, verdict_of, preset)) for t in tasks]
+    return [(t, compute_task(t, verdict_of, preset)) for t in tasks]
 
 
 def run_metrics(
@@ -404,8 +480,8 @@ def run_metrics(
     results = compute_run(tasks, judge, m.PRESETS[preset], on_progress)
     now = utcnow()
     summary = RunSummary(tasks=len(tasks), tasks_with_gold=sum(1 for t in tasks if t.gold))
-    metric_rows, alignment_rows = [], []
-    for task, values, alignment, reasons, approximate, unresolved in results:
+    metric_rows, alignment_rows, step_rows = [], [], []
+    for task, (values, alignment, reasons, approximate, unresolved, step_alignments) in results:
         metric_rows.append(
             {
                 "run": run, "task_id": task.task_id, "episode": task.episode, "gold_set": gold_set,
@@ -423,6 +499,22 @@ def run_metrics(
                     "score": verdict.score,
                 }
             )  # fmt: skip
+        for sa in step_alignments:
+            step = task.steps[sa.agent]
+            step_rows.append(
+                {
+                    "run": run, "task_id": task.task_id, "episode": task.episode, "gold_set": gold_set,
+                    "gold_version": task.gold_version, "alternative": sa.alternative, "judge_config": judge.name,
+                    "preset": preset, "agent_idx": step.idx, "agent_text": step.text, "gold_idx": sa.gold_idx,
+                    "match_source": sa.match.source if sa.match else None,
+                    "match_score": sa.match.score if sa.match else None, "deviation": sa.deviation,
+                    "rejoined_gold_idx": sa.rejoined_gold_idx, "repeats_previous": sa.repeats_previous,
+                    "closest_gold_idx": sa.closest_gold_idx,
+                    "closest_verdict": sa.closest.verdict if sa.closest else None,
+                    "closest_source": sa.closest.source if sa.closest else None,
+                    "closest_score": sa.closest.score if sa.closest else None,
+                }
+            )  # fmt: skip
         summary.approximate_tasks += approximate
         summary.unresolved_tasks += unresolved > 0
         for metric, reason in reasons.items():
@@ -438,8 +530,14 @@ def run_metrics(
             "DELETE FROM alignments WHERE run = ? AND gold_set = ? AND judge_config = ?" + only,
             [run, gold_set, judge.name, *extra],
         )
+        cur.execute(
+            "DELETE FROM alignment_steps WHERE run = ? AND gold_set = ? AND judge_config = ? AND preset = ?"
+            + only,
+            [run, gold_set, judge.name, preset, *extra],
+        )
         insert_rows(cur, "metrics", metric_rows)
         insert_rows(cur, "alignments", alignment_rows)
+        insert_rows(cur, "alignment_steps", step_rows, schema=ALIGNMENT_STEPS_SCHEMA)
     stats = getattr(judge, "summary", lambda: {})()
     summary.llm_calls = stats.pop("llm_calls", 0)
     summary.cache_hits = stats.pop("cache_hits", 0)

@@ -7,13 +7,16 @@ so a page loads them only when the reviewer opens them.
 from __future__ import annotations
 
 import stat
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pandas as pd
 
+from core.queries.records import Record
 from core.queries.runs import verdicts_sql
+from core.scoring.agent_response import LintFinding
 from core.store import Store
 from core.values import is_missing, or_none
 
@@ -41,7 +44,108 @@ def _expected_answer(evals: list[dict] | None) -> dict | None:
     return None
 
 
-def task_header(store: Store, run: str, task_id: int) -> dict[str, Any] | None:
+class ImportProblem(Record):
+    """A problem met while importing this task of the run (`import_problems`)."""
+
+    kind: str
+    """Short code, e.g. `missing_file`, `bad_json`."""
+    message: str
+    """One sentence naming the file and the reason."""
+    source_path: str | None = None
+    """The offending file or directory."""
+
+
+class TaskHeader(Record):
+    """Everything the top of the task page (and `trajreview show`) says about one task of one run."""
+
+    task_id: int
+    """WebArena task id."""
+    verdict: str
+    """`success`, `failure`, `error` or `unscored`, as the Runs and Triage pages show it."""
+    verdict_source: str | None = None
+    """Who decided the verdict (`webarena-verified`, `source-log`, `source-reward`, `opagent-score`)."""
+    intent: str | None = None
+    """The task instruction; None when the task is not in the loaded dataset."""
+    sites: list[str] | None = None
+    """Sites the task uses."""
+    site_key: str | None = None
+    """The official per-site bucket (sorted sites joined with `-`)."""
+    start_urls: list[str] | None = None
+    """Start URLs with site placeholders."""
+    task_type: str | None = None
+    """`retrieve`, `mutate` or `navigate`."""
+    expected_status: str | None = None
+    """The expected agent status (`SUCCESS`, `NOT_FOUND_ERROR`, ...)."""
+    verified_eval: Any = None
+    """The WebArena-Verified evaluator configs (parsed JSON)."""
+    expected_answer: Any = None
+    """The AgentResponseEvaluator's expected response, when the task has one."""
+    in_hard_subset: bool | None = None
+    """In the official hard subset."""
+    reference_answers: Any = None
+    """The original WebArena reference answers (parsed JSON), if loaded."""
+    reference_url: str | None = None
+    """The original WebArena reference URL (url_match)."""
+    original_eval_types: list[str] | None = None
+    """The original WebArena evaluator types."""
+    string_note: str | None = None
+    """The original annotator note."""
+    original_start_url: str | None = None
+    """The original WebArena start URL."""
+    status: str | None = None
+    """`evaluations.status` of the task (None when not evaluated)."""
+    score: float | None = None
+    """`evaluations.score`."""
+    explanation: str | None = None
+    """The task's one-sentence explanation as stored."""
+    explanations: list[str] = []
+    """Every sentence the page shows for a failure: the failing evaluators', else the task's."""
+    error: str | None = None
+    """The evaluation error, if evaluating failed."""
+    cannot_pass: bool | None = None
+    """Flagged: the task cannot pass under this engine version (docs/cannot-pass.md)."""
+    engine_version: str | None = None
+    """`webarena_verified_version` that scored it."""
+    evaluated_at: datetime | None = None
+    """When it was scored."""
+    offline_status: str | None = None
+    """The offline WebArena evaluators' verdict (docs/offline-evaluation.md)."""
+    verdict_disagrees: bool | None = None
+    """The offline verdict is decided and differs from the run's own."""
+    explanation_source: str | None = None
+    """`offline` when the offline evaluators wrote the explanation."""
+    has_eval_result: bool = False
+    """The official `eval_result.json` is stored (Evaluation tab download)."""
+    episode: str | None = None
+    """The run's answer attempt."""
+    final_answer: str | None = None
+    """The attempt's final answer."""
+    termination: str | None = None
+    """How the attempt ended (`answered`, `early_stop`, ...)."""
+    termination_detail: str | None = None
+    """Why, e.g. "Same action for 3 times"."""
+    n_steps: int | None = None
+    """Executed actions of the attempt."""
+    goal: str | None = None
+    """The goal the agent was given."""
+    response_raw: str | None = None
+    """The WebArena-Verified agent response file's text."""
+    response_parsed: Any = None
+    """The JSON value found in that text."""
+    response_parse_error: str | None = None
+    """Why the response is not JSON as the engine reads it."""
+    response_lint: list[LintFinding] = []
+    """Lint findings against the public FinalAgentResponse rules."""
+    problems: list[ImportProblem] = []
+    """The task's import problems."""
+
+    @property
+    def agent_answer(self) -> str | None:
+        """What the agent answered: the final answer, else the raw response file."""
+        return self.final_answer if self.final_answer is not None else self.response_raw
+
+
+def task_header(store: Store, run: str, task_id: int) -> TaskHeader | None:
     """Everything the top of the task page shows; None when the run has no such task."""
     found = store.query_dicts(
         f"""
@@ -83,7 +187,7 @@ def task_header(store: Store, run: str, task_id: int) -> dict[str, Any] | None:
         "SELECT kind, message, source_path FROM import_problems WHERE run = ? AND task_id = ? ORDER BY kind",
         [run, task_id],
     )
-    return h
+    return TaskHeader.model_validate(h)
 
 
 def cannot_pass_evidence(task_id: int) -> str | None:
@@ -238,16 +342,16 @@ def task_report(store: Store, run: str, task_id: int, gold_set: str | None = Non
     episode = attempts[0]["episode"] if attempts else None
     step_rows = steps(store, run, task_id, episode) if episode is not None else pd.DataFrame()
     report: dict[str, Any] = {
-        "run": run, "task_id": task_id, "site": header["site_key"], "intent": header["intent"],
-        "verdict": header["verdict"], "verdict_source": header["verdict_source"],
-        "explanations": header["explanations"], "error": header["error"],
-        "cannot_pass": bool(header["cannot_pass"]) or cannot_pass_evidence(task_id) is not None,
+        "run": run, "task_id": task_id, "site": header.site_key, "intent": header.intent,
+        "verdict": header.verdict, "verdict_source": header.verdict_source,
+        "explanations": header.explanations, "error": header.error,
+        "cannot_pass": bool(header.cannot_pass) or cannot_pass_evidence(task_id) is not None,
         "cannot_pass_evidence": cannot_pass_evidence(task_id),
-        "expected_answer": header["expected_answer"], "reference_answers": header["reference_answers"],
-        "reference_url": header["reference_url"],
-        "agent_answer": header["final_answer"] if header["final_answer"] is not None else header["response_raw"],
-        "termination": header["termination"], "termination_detail": header["termination_detail"],
-        "response_lint": header["response_lint"], "problems": header["problems"],
+        "expected_answer": header.expected_answer, "reference_answers": header.reference_answers,
+        "reference_url": header.reference_url, "agent_answer": header.agent_answer,
+        "termination": header.termination, "termination_detail": header.termination_detail,
+        "response_lint": [f.model_dump() for f in header.response_lint],
+        "problems": [p.model_dump() for p in header.problems],
         "episode": episode, "attempts": len(attempts),
         "steps": [
             {"idx": int(r.idx), "url": r.url, "readable": r.readable or r.executed_action, "stated": r.stated_action,
@@ -263,12 +367,12 @@ def task_report(store: Store, run: str, task_id: int, gold_set: str | None = Non
         "alignment": None,
     }  # fmt: skip
     for m in metric_rows(store, run, task_id):
-        values = {k: or_none(m[k]) for k in ("ssr", "rr", "repr", "psr", "ear")}
+        values = {k: or_none(m.value(k)) for k in ("ssr", "rr", "repr", "psr", "ear")}
         report["metrics"].append(
             {
-                "gold_set": m["gold_set"], "judge_config": m["judge_config"], "preset": m["preset"], **values,
-                "null_reasons": {k: null_reason_text(v) for k, v in m["null_reasons"].items()},
-                "approximate": bool(m["approximate"]), "unresolved_pairs": int(m["unresolved_pairs"]),
+                "gold_set": m.gold_set, "judge_config": m.judge_config, "preset": m.preset, **values,
+                "null_reasons": {k: null_reason_text(v) for k, v in m.null_reasons.items()},
+                "approximate": bool(m.approximate), "unresolved_pairs": int(m.unresolved_pairs),
             }
         )  # fmt: skip
     sets = gold_sets_with_task(store, task_id)
@@ -288,8 +392,9 @@ def task_report(store: Store, run: str, task_id: int, gold_set: str | None = Non
         )
         if view is not None:
             report["alignment"] = {
-                "gold_set": chosen, "gold_version": view.gold_version, "alternative": view.alternative,
-                "n_gold": view.n_gold, "n_agent": view.n_agent,
+                "gold_set": chosen, "judge_config": view.judge_config, "preset": view.preset,
+                "computed": view.computed, "missing": view.missing, "gold_version": view.gold_version,
+                "alternative": view.alternative, "n_gold": view.n_gold, "n_agent": view.n_agent,
                 "matched": sum(1 for r in view.rows if r.verdict),
                 "rows": [
                     {"gold_idx": r.gold_idx, "gold": r.gold_text, "agent_idx": r.agent_idx, "executed": r.executed,

@@ -1,13 +1,14 @@
 """Triage: every task of a run from summary columns only (never steps, observations or events).
 
-`triage_table` reads; `TriageFilter` and `apply_filter` are pure, so the page, the CLI and the tests
+`triage_table` reads typed rows (`TriageTable` of `TriageRow`); `TriageFilter` and `apply_filter` are pure, so the page, the CLI and the tests
 filter the same way; `neighbours` gives the previous and next failed task in the current order.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
@@ -41,7 +42,143 @@ def metric_configs(store: Store, run: str) -> list[dict]:
     )
 
 
-def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | None = None) -> pd.DataFrame:
+@dataclass(slots=True)
+class TriageRow:
+    """One task of a run in Triage: summary columns only (never steps, observations or events).
+
+    A plain slotted dataclass rather than a pydantic record, and not frozen (treat it as read-only): a
+    run has hundreds of rows and the app's cache rebuilds them on every view, where validation or frozen
+    assignment would cost several times more. The values come typed from DuckDB; `field_docs` reads the
+    field documentation below."""
+
+    task_id: int
+    """WebArena task id."""
+    site: str | None
+    """The official per-site bucket (`tasks.site_key`); None when the task is not in the dataset."""
+    intent: str | None
+    """The task instruction."""
+    verdict: str
+    """`success`, `failure`, `error` or `unscored` (`runs.verdicts_sql`)."""
+    verdict_source: str | None
+    """Who decided the verdict (`webarena-verified`, `source-log`, `source-reward`, ...)."""
+    task_type: str | None
+    """`retrieve`, `mutate` or `navigate`; None when not recorded."""
+    hard: bool | None
+    """In the official hard subset; None when the task is not in the dataset."""
+    failing_evaluators: str | None
+    """The evaluators that did not succeed, comma-joined in name order."""
+    explanation: str | None
+    """The one-sentence explanation (or the evaluation error) of a failed task."""
+    termination: str | None
+    """How the answer attempt ended; None when not recorded."""
+    steps: int | None
+    """Executed actions of the answer attempt."""
+    has_gold: bool
+    """Some gold set has gold for the task."""
+    ssr: float | None
+    """Step Success Rate of the metric configuration the table was read with."""
+    ear: float | None
+    """Element Accuracy Rate of that configuration."""
+    metrics_stale: bool
+    """Those metrics were computed against an older version of the task's gold."""
+    cannot_pass: bool
+    """The engine rejects the task's own expected answer (docs/cannot-pass.md)."""
+    disagrees: bool
+    """WebArena's original evaluators, re-checked offline, decide otherwise than the run's verdict."""
+    label: str | None
+    """Current reviewer labels on the task, its steps and events, joined (`annotations.split_labels`)."""
+    answer: str | None
+    """The agent's answer: the final answer, else the raw agent response."""
+    episode: str | None
+    """The run's answer attempt."""
+    problems: int
+    """Import problems recorded for the task."""
+
+    @property
+    def failed(self) -> bool:
+        """What a reviewer must explain: the engine or the source said it did not succeed."""
+        return self.verdict in FAILED
+
+
+# Frame dtypes by field type: numbers stay numeric (a missing one is NA or NaN); text and optional flags keep
+# Python objects, None for missing.
+_DTYPES = {
+    "int": "int64",
+    "bool": "bool",
+    "float": "float64",
+    "int | None": "Int64",
+    "float | None": "float64",
+}
+# Columns the table's frame adds to the record fields: the "failed first" sort key.
+DERIVED_COLUMNS = ("failed_rank",)
+ROW_FIELDS = tuple(f.name for f in fields(TriageRow))
+
+
+@dataclass(eq=True)
+class TriageTable:
+    """Every task of a run (or the tasks a filter kept, in its order), with the metric configuration
+    whose SSR/EAR fill the rows. Pickled column by column (the app's cache stores it; a list of row
+    objects unpickles ~10x slower); its frame is built once per table and never pickled."""
+
+    run: str
+    """The run."""
+    metric_config: tuple[str, str, str] | None
+    """(gold set, judge config, preset) of the SSR/EAR columns; None when the run has no metrics."""
+    rows: list[TriageRow]
+    """One row per task, by task id (after `apply_filter`: the filter's rows in its sort order)."""
+    _frame: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getstate__(self) -> dict:
+        columns = [[getattr(r, name) for r in self.rows] for name in ROW_FIELDS]
+        return {"run": self.run, "metric_config": self.metric_config, "columns": columns}
+
+    def __setstate__(self, state: dict) -> None:
+        self.run, self.metric_config = state["run"], state["metric_config"]
+        self.rows = [TriageRow(*values) for values in zip(*state["columns"], strict=True)]
+        self._frame = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.rows
+
+    def task_ids(self) -> list[int]:
+        """The task ids in row order."""
+        return [r.task_id for r in self.rows]
+
+    def row(self, task_id: int) -> TriageRow | None:
+        """The row of one task, if the table has it."""
+        return next((r for r in self.rows if r.task_id == task_id), None)
+
+    def frame(self) -> pd.DataFrame:
+        """The rows as a DataFrame, one column per `TriageRow` field in declaration order (text columns
+        keep None for missing values) plus `failed_rank` (0 for failed tasks): what the page displays and
+        what filtering and sorting work on. Built once and shared: treat it as read-only."""
+        if self._frame is None:
+            types = {f.name: str(f.type) for f in fields(TriageRow)}
+            frame = pd.DataFrame(
+                {
+                    name: pd.Series(
+                        [getattr(r, name) for r in self.rows], dtype=_DTYPES.get(types[name], object)
+                    )
+                    for name in ROW_FIELDS
+                }
+            )
+            frame["failed_rank"] = pd.Series([0 if r.failed else 1 for r in self.rows], dtype="int64")
+            self._frame = frame
+        return self._frame
+
+    def take(self, positions: list[int]) -> TriageTable:
+        """The same table with the rows at `positions`, in that order."""
+        taken = TriageTable(self.run, self.metric_config, [self.rows[i] for i in positions])
+        if self._frame is not None:
+            taken._frame = self._frame.take(positions).reset_index(drop=True)
+        return taken
+
+
+def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | None = None) -> TriageTable:
     """One row per task of the run. `metric_config` = (gold set, judge config, preset) picks which
     metrics fill ssr/ear; default: the most recently computed one."""
     if metric_config is None:
@@ -50,7 +187,7 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
             (configs[0]["gold_set"], configs[0]["judge_config"], configs[0]["preset"]) if configs else None
         )
     gold_set, judge, preset = metric_config or (None, None, None)
-    df = store.query_df(
+    cur = store.cursor().execute(
         f"""
         WITH v AS ({verdicts_sql()}),
         failing AS (
@@ -89,9 +226,9 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
         """,
         {"run": run, "gold": gold_set, "judge": judge, "preset": preset},
     )
-    df["failed_rank"] = (~df["verdict"].isin(FAILED)).astype(int)
-    df.attrs["metric_config"] = metric_config
-    return df
+    # The SELECT lists the columns in TriageRow's field order, under the fields' names.
+    assert tuple(d[0] for d in cur.description) == ROW_FIELDS
+    return TriageTable(run, metric_config, [TriageRow(*values) for values in cur.fetchall()])
 
 
 @dataclass(frozen=True)
@@ -116,8 +253,9 @@ class TriageFilter:
         return hashlib.sha1(repr(parts).encode()).hexdigest()[:12]
 
 
-def options(df: pd.DataFrame) -> dict[str, list[str]]:
+def options(table: TriageTable) -> dict[str, list[str]]:
     """The values each filter can take in this run, for the filter widgets."""
+    df = table.frame()
     evaluators = sorted(
         {e.strip() for cell in df["failing_evaluators"].dropna() for e in str(cell).split(",") if e.strip()}
     )
@@ -148,8 +286,9 @@ def _isin(column: pd.Series, wanted: tuple[str, ...]) -> pd.Series:
     return found | column.isna() if NONE in wanted else found
 
 
-def apply_filter(df: pd.DataFrame, f: TriageFilter) -> pd.DataFrame:
-    """Rows matching every set filter, in the filter's sort order (index reset: position = row)."""
+def apply_filter(table: TriageTable, f: TriageFilter) -> TriageTable:
+    """The rows matching every set filter, in the filter's sort order (ties keep task order)."""
+    df = table.frame()
     keep = pd.Series(True, index=df.index)
     if f.sites:
         keep &= df["site"].isin(f.sites)
@@ -167,9 +306,9 @@ def apply_filter(df: pd.DataFrame, f: TriageFilter) -> pd.DataFrame:
     if f.task_types:
         keep &= _isin(df["task_type"], f.task_types)
     if f.hard == HARD[0]:
-        keep &= df["hard"].fillna(False).astype(bool)
+        keep &= df["hard"].map(lambda v: v is True).astype(bool)
     elif f.hard == HARD[1]:
-        keep &= ~df["hard"].fillna(True).astype(bool)
+        keep &= df["hard"].map(lambda v: v is False).astype(bool)
     if f.has_gold == HAS_GOLD[0]:
         keep &= df["has_gold"]
     elif f.has_gold == HAS_GOLD[1]:
@@ -192,17 +331,14 @@ def apply_filter(df: pd.DataFrame, f: TriageFilter) -> pd.DataFrame:
             found |= df["task_id"] == int(text)
         keep &= found
     by, ascending = SORTS.get(f.sort, SORTS["failed first"])
-    return (
-        df[keep]
-        .sort_values(by, ascending=ascending, na_position="last", kind="stable")
-        .reset_index(drop=True)
-    )
+    ordered = df[keep].sort_values(by, ascending=ascending, na_position="last", kind="stable")
+    return table.take(ordered.index.tolist())
 
 
-def counts(df: pd.DataFrame) -> dict[str, int]:
+def counts(table: TriageTable) -> dict[str, int]:
     """Verdict counts of a (filtered) table."""
-    found = df["verdict"].value_counts().to_dict()
-    return {"tasks": len(df), **{v: int(found.get(v, 0)) for v in VERDICTS}}
+    found = Counter(r.verdict for r in table.rows)
+    return {"tasks": len(table), **{v: found.get(v, 0) for v in VERDICTS}}
 
 
 def neighbours(ordered_task_ids: list[int], failed: set[int], task_id: int) -> tuple[int | None, int | None]:
@@ -239,8 +375,8 @@ def filter_from_params(get_all) -> TriageFilter:
     )  # fmt: skip
 
 
-def task_neighbours(df: pd.DataFrame, f: TriageFilter, task_id: int) -> tuple[int | None, int | None]:
+def task_neighbours(table: TriageTable, f: TriageFilter, task_id: int) -> tuple[int | None, int | None]:
     """Previous and next failed task around `task_id` in the reviewer's filtered, sorted list."""
-    shown = apply_filter(df, f)
-    failed = set(shown.loc[shown["verdict"].isin(FAILED), "task_id"].astype(int))
-    return neighbours(shown["task_id"].astype(int).tolist(), failed, task_id)
+    shown = apply_filter(table, f)
+    failed = {r.task_id for r in shown.rows if r.failed}
+    return neighbours(shown.task_ids(), failed, task_id)

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 TASK_TYPES = ("RETRIEVE", "MUTATE", "NAVIGATE")
 STATUSES = (
@@ -28,8 +28,14 @@ _MAX_TRIES = 16
 
 
 class LintFinding(BaseModel):
+    """One finding of the lint (`agent_responses.lint`; docs/schema.md lists the rules)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
     rule: str
+    """The rule, e.g. `code_fence`, `missing_field`."""
     message: str
+    """The finding in one sentence."""
 
 
 class AgentResponseCheck(BaseModel):

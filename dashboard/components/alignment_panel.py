@@ -23,17 +23,17 @@ def _metrics_summary(view: q.AlignmentView) -> None:
     row = view.metrics
     cols = st.columns(len(METRIC_LABELS))
     for col, (name, label) in zip(cols, METRIC_LABELS.items(), strict=True):
-        value = row.get(name) if row else None
+        value = row.value(name) if row else None
         undefined = is_missing(value)
         col.metric(label, "NULL" if undefined else pct(value, 0))
         if undefined and row:
             reason = view.null_reasons.get(name)
             col.caption(q.null_reason_text(reason) if reason else "not computed")
     if row:
-        extra = [f"{row['deviations']} deviations, {row['recoveries']} recovered" if row["deviations"] is not None else None,
-                 f"{row['n_gold']} gold / {row['n_agent']} agent steps" if row["n_gold"] is not None else None,
-                 "approximate (judge settled ambiguous pairs without an LLM)" if row["approximate"] else None,
-                 f"{row['unresolved_pairs']} pairs the judge could not answer" if row["unresolved_pairs"] else None]  # fmt: skip
+        extra = [f"{row.deviations} deviations, {row.recoveries} recovered" if row.deviations is not None else None,
+                 f"{row.n_gold} gold / {row.n_agent} agent steps" if row.n_gold is not None else None,
+                 "approximate (judge settled ambiguous pairs without an LLM)" if row.approximate else None,
+                 f"{row.unresolved_pairs} pairs the judge could not answer" if row.unresolved_pairs else None]  # fmt: skip
         st.caption(" · ".join(e for e in extra if e))
 
 
@@ -49,7 +49,7 @@ def render(run: str, task_id: int, has_attempt: bool) -> None:
         st.info("This run recorded no steps for this task: nothing to align with the gold.")
         return
     stored = read(q.metric_rows, run, task_id) or []
-    configs = list(dict.fromkeys((r["gold_set"], r["judge_config"], r["preset"]) for r in stored))
+    configs = list(dict.fromkeys((r.gold_set, r.judge_config, r.preset) for r in stored))
     choices = configs + [
         (g, "offline", "default") for g in gold_sets if (g, "offline", "default") not in configs
     ]
@@ -63,31 +63,37 @@ def render(run: str, task_id: int, has_attempt: bool) -> None:
         st.info("Nothing to align: no gold or no attempt for this task.")
         return
     if len(view.alternatives) > 1:
-        chosen_alt = view.metrics["alternative"] if view.metrics else None
+        chosen_alt = view.metrics.alternative if view.metrics else None
         state.url_selectbox(
             cols[1], "Gold alternative", view.alternatives, "alt", default=view.alternative,
             format_func=lambda a: f"alternative {a + 1}" + (" (chosen by the metrics)" if a == chosen_alt else ""),
         )  # fmt: skip
 
-    if view.metrics is None:
-        st.warning("No stored metrics for this task with this gold set and judge.")
-        if not read_only() and st.button(
-            "Compute metrics for this task (offline judge)", key="compute-metrics"
+    if not view.computed:
+        why = view.missing or q.NOT_COMPUTED
+        st.warning(f"{why[0].upper()}{why[1:]} ({escape_md(f'{gold_set} / {judge_config} / {preset}')}).")
+        if (
+            not view.stale
+            and not read_only()
+            and st.button("Compute metrics for this task (offline judge)", key="compute-metrics")
         ):
-            done = write(run_task_metrics, run, task_id, gold_set)
+            done = write(run_task_metrics, run, task_id, gold_set, preset)
             if done is not None:
                 st.rerun()
-    elif view.metrics.get("gold_version") != view.gold_version:
+    if view.stale:
         # The gold was edited after these metrics were computed (docs/reviewers.md, stale metrics).
-        st.warning(f"Stale: these metrics were computed against gold version {view.metrics.get('gold_version')}; "
-                   f"the gold is now at version {view.gold_version}. The Gold tab recomputes them.",
+        st.warning(f"Stale: these metrics were computed against gold version {view.gold_version}; "
+                   f"the gold is now at version {view.current_gold_version}. The Gold tab recomputes them.",
                    icon=":material/update:")  # fmt: skip
         recompute = not read_only() and st.button(
             "Recompute for this task (offline judge)", key="recompute-stale"
         )
         if recompute and write(run_task_metrics, run, task_id, gold_set, preset) is not None:
             st.rerun()
-    _metrics_summary(view)
+    if view.metrics is not None:
+        _metrics_summary(view)
+    if not view.computed:
+        return
 
     def cell(value, limit: int | None = 400) -> str:
         return "" if value is None else escape_md(value, limit=limit)
@@ -112,12 +118,14 @@ def render(run: str, task_id: int, has_attempt: bool) -> None:
         }
     )
     st.table(table, hide_index=True, border="horizontal")
+    if view.answer_only:
+        st.info("This attempt recorded only its final answer: no gold pair is judged, so there are no "
+                "deviation, recovery or repeat marks and no pair to check (docs/metrics.md).")  # fmt: skip
     st.caption(
-        f"Gold version {view.gold_version}, {view.n_gold} steps; {view.n_agent} executed agent steps. Pairs and "
-        f"their stage come from the stored alignment ({judge_config}); deviation, recovery and repeat marks are "
-        f"replayed for this task with the {view.replayed_with} judge. Judge stages: rule, lexical (fuzzy), "
-        "embedding, llm; deviation = left the gold path, recovery = rejoined it, repeat = same action as the "
-        "step before."
+        f"Gold version {view.gold_version}, {view.n_gold} steps; {view.n_agent} executed agent steps. Pairs, "
+        f"their stage and the deviation, recovery and repeat marks were stored when the metrics were computed "
+        f"with the {judge_config} judge. Judge stages: rule, lexical (fuzzy), embedding, llm; deviation = left "
+        "the gold path, recovery = rejoined it, repeat = same action as the step before."
     )
     judge_marks.render(run, task_id, view)
     if view.plan:

@@ -28,12 +28,12 @@ def _go_network(seq: int) -> None:
     state.set_widget("tab", "Network")
 
 
-def render(run: str, task_id: int, header: dict) -> None:
+def render(run: str, task_id: int, header: q.TaskHeader) -> None:
     rows = read(q.evaluator_rows, run, task_id)
     if rows is None:
         return
     if not rows:
-        source = header["verdict_source"]
+        source = header.verdict_source
         if source:
             st.info(f"The verdict comes from {source}: this run carries no per-evaluator results.")
         else:

@@ -49,7 +49,8 @@ def render(run: str, task_id: int, view: q.AlignmentView) -> None:
     st.markdown(f"##### Check the judge · {done} of {len(view.pairs)} pairs marked")
     st.caption(
         "Was the judge right? Aligned pairs show its *same* verdict; each unaligned agent step is paired with "
-        "the gold step the offline judge scored closest (its *different* verdict). Marks feed judge agreement "
+        "the gold step the judge scored closest (its *different* verdict), both as stored with the metrics of this "
+        "configuration. Marks feed judge agreement "
         "(Labels & judge page, `trajreview judge-agreement --from-db`)."
     )
     writable = not read_only()

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import streamlit as st
 
-from core.queries.task import cannot_pass_evidence
+from core.queries.task import TaskHeader, cannot_pass_evidence
 from dashboard.components.formatting import verdict_label
 from dashboard.text import escape_md
 
@@ -25,76 +25,72 @@ def _height(value: Any) -> int | str:
     return 220 if len(_as_text(value)) > 300 or _as_text(value).count("\n") > 8 else "content"
 
 
-def render(h: dict[str, Any], run: str) -> None:
-    st.markdown(f"### Task {h['task_id']} · {escape_md(h['site_key'] or 'unknown site')}")
-    st.markdown(f"**Intent:** {escape_md(h['intent'] or '(task not in the loaded dataset)', limit=None)}")
+def render(h: TaskHeader, run: str) -> None:
+    st.markdown(f"### Task {h.task_id} · {escape_md(h.site_key or 'unknown site')}")
+    st.markdown(f"**Intent:** {escape_md(h.intent or '(task not in the loaded dataset)', limit=None)}")
     facts = [
         f"run {escape_md(run, 80)}",
-        f"start {escape_md(', '.join(h['start_urls'] or []) or h['original_start_url'] or '–')}",
-        f"type {h['task_type'] or '–'}",
-        f"expected status {h['expected_status'] or '–'}",
+        f"start {escape_md(', '.join(h.start_urls or []) or h.original_start_url or '–')}",
+        f"type {h.task_type or '–'}",
+        f"expected status {h.expected_status or '–'}",
     ]
-    if h["in_hard_subset"]:
+    if h.in_hard_subset:
         facts.append("hard subset")
     st.caption(" · ".join(facts))
 
-    source = h["verdict_source"] or "no verdict recorded"
-    st.markdown(f"**Verdict:** {verdict_label(h['verdict'])} — decided by *{escape_md(source)}*")
-    sentences = h["explanations"]
-    if h["verdict"] in ("failure", "error"):
+    source = h.verdict_source or "no verdict recorded"
+    st.markdown(f"**Verdict:** {verdict_label(h.verdict)} — decided by *{escape_md(source)}*")
+    sentences = h.explanations
+    if h.verdict in ("failure", "error"):
         if sentences:
             for sentence in sentences:
                 st.error(escape_md(sentence, limit=None), icon=":material/report:")
         else:
             st.warning("No explanation recorded for this failure (the run carries a bare verdict).")
-    if h.get("verdict_disagrees"):
+    if h.verdict_disagrees:
         st.warning(
-            f"The offline re-check of WebArena's original evaluators says {h['offline_status']}, the run's own "
+            f"The offline re-check of WebArena's original evaluators says {h.offline_status}, the run's own "
             "verdict says otherwise: both are kept (see the Evaluation tab and docs/offline-evaluation.md).",
             icon=":material/compare_arrows:",
         )
-    if h["cannot_pass"] or cannot_pass_evidence(h["task_id"]):
-        st.warning(cannot_pass_evidence(h["task_id"]) or "Flagged cannot-pass.", icon=":material/block:")
+    if h.cannot_pass or cannot_pass_evidence(h.task_id):
+        st.warning(cannot_pass_evidence(h.task_id) or "Flagged cannot-pass.", icon=":material/block:")
 
     left, right = st.columns(2)
     with left:
         st.markdown("**Expected**")
-        expected = h["expected_answer"]
+        expected = h.expected_answer
         if expected is not None:
             st.code(_as_text(expected), language="json", wrap_lines=True, height=_height(expected))
-        if h["reference_answers"]:
+        if h.reference_answers:
             st.caption("Original WebArena reference")
             st.code(
-                _as_text(h["reference_answers"]),
+                _as_text(h.reference_answers),
                 language="json",
                 wrap_lines=True,
-                height=_height(h["reference_answers"]),
+                height=_height(h.reference_answers),
             )
-        if h["reference_url"]:
+        if h.reference_url:
             st.caption("Reference URL")
-            st.code(h["reference_url"], language=None, wrap_lines=True)
-        if expected is None and not h["reference_answers"] and not h["reference_url"]:
+            st.code(h.reference_url, language=None, wrap_lines=True)
+        if expected is None and not h.reference_answers and not h.reference_url:
             st.caption("No expected answer: the task is checked on the site state (program_html / network).")
     with right:
         st.markdown("**Agent's answer**")
-        answer = h["final_answer"] if h["final_answer"] is not None else h["response_raw"]
+        answer = h.agent_answer
         if answer is None:
-            st.caption(
-                "No answer recorded" + (f" (ended: {h['termination']})" if h["termination"] else "") + "."
-            )
+            st.caption("No answer recorded" + (f" (ended: {h.termination})" if h.termination else "") + ".")
         else:
             st.code(answer, language=None, wrap_lines=True, height=_height(answer))
-        if h["termination"]:
-            detail = f" — {escape_md(h['termination_detail'])}" if h["termination_detail"] else ""
-            st.caption(f"Ended: {escape_md(h['termination'])}{detail} · {h['n_steps']} steps")
-        if h["response_parse_error"]:
-            st.warning(f"Response not parsed: {escape_md(h['response_parse_error'])}")
-        for finding in h["response_lint"]:
-            st.caption(
-                f"Lint ({escape_md(finding.get('rule', ''))}): {escape_md(finding.get('message', ''))}"
-            )
-    if h["problems"]:
+        if h.termination:
+            detail = f" — {escape_md(h.termination_detail)}" if h.termination_detail else ""
+            st.caption(f"Ended: {escape_md(h.termination)}{detail} · {h.n_steps} steps")
+        if h.response_parse_error:
+            st.warning(f"Response not parsed: {escape_md(h.response_parse_error)}")
+        for finding in h.response_lint:
+            st.caption(f"Lint ({escape_md(finding.rule)}): {escape_md(finding.message)}")
+    if h.problems:
         with st.container(border=True):
-            st.markdown(f"**Import problems of this task ({len(h['problems'])})**")
-            for p in h["problems"]:
-                st.text(f"{p['kind']}: {p['message']}")
+            st.markdown(f"**Import problems of this task ({len(h.problems)})**")
+            for p in h.problems:
+                st.text(f"{p.kind}: {p.message}")

@@ -45,7 +45,7 @@ flt = q.TriageFilter(
 )  # fmt: skip
 shown = q.apply_filter(table, flt)
 c = q.counts(shown)
-metric_config = table.attrs.get("metric_config")
+metric_config = table.metric_config
 st.caption(
     f"**{c['tasks']}** of {len(table)} tasks · {c['failure']} failed · {c['error']} errors · "
     f"{c['success']} passed · {c['unscored']} unscored"
@@ -59,13 +59,14 @@ if shown.empty:
     st.info("No task matches these filters.")
     st.stop()
 
-view = shown.assign(verdict=[f"{VERDICT_ICONS.get(v, '')} {v}" for v in shown["verdict"]])
+# The columns are the fields of q.TriageRow (`frame()`); the page only decorates the verdict.
+view = shown.frame().assign(verdict=[f"{VERDICT_ICONS.get(r.verdict, '')} {r.verdict}" for r in shown.rows])
 # Tasks without gold link straight to the task page's Gold tab, to write one (not on a read-only instance).
 writable = not read_only()
 if writable:
     view = view.assign(write_gold=[
-        None if has else "task?" + urlencode({"run": run, "task": int(t), "tab": "Gold"})
-        for t, has in zip(shown["task_id"], shown["has_gold"], strict=True)
+        None if r.has_gold else "task?" + urlencode({"run": run, "task": r.task_id, "tab": "Gold"})
+        for r in shown.rows
     ])  # fmt: skip
 # Keyed by the filter: a selection made in another filtered list never lands on this one's rows.
 picked = st.dataframe(
@@ -94,5 +95,5 @@ picked = st.dataframe(
     },
 )  # fmt: skip
 if picked.selection.rows:
-    task_id = int(shown.iloc[picked.selection.rows[0]]["task_id"])
+    task_id = shown.rows[picked.selection.rows[0]].task_id
     state.go(state.TASK_PAGE, state.task_params(run, task_id))
