@@ -18,7 +18,6 @@ from core.measure.metrics_run import NULL_REASONS
 from core.queries.records import Record
 from core.store import Store
 
-METRIC_NAMES = ("ssr", "ssr_unordered", "rr", "mean_recovery_cost", "repr", "psr", "ear")
 NOT_COMPUTED = "metrics not computed for this configuration"
 NO_GOLD_THEN = "metrics computed when this task had no gold in this set: recompute them"
 NO_ALIGNMENT = "metrics computed before trajreview stored their alignment (schema version 4): recompute them"
