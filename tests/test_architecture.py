@@ -276,3 +276,33 @@ def test_commands_hold_the_file_as_documented(repo_root):
         if modes:
             found[name] = max(modes, key=order.index)
     assert found == documented
+
+
+SHARED_HELPERS = {
+    "ProgressCallback": "core/progress.py",
+    "is_missing": "core/values.py",
+    "or_none": "core/values.py",
+    "normalise_text": "core/values.py",
+}
+
+
+def test_each_shared_helper_is_defined_once(repo_root):
+    """One ProgressCallback, one missing-value check: a second definition (a class, a def or an alias
+    assignment of the same name, or a private copy such as `_is_missing`) anywhere in the code fails."""
+    import ast
+
+    found: dict[str, list[str]] = {name: [] for name in SHARED_HELPERS}
+    for path in sorted((repo_root / "core").rglob("*.py")) + sorted((repo_root / "dashboard").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            for name in names:
+                if name.lstrip("_") in found:
+                    found[name.lstrip("_")].append(path.relative_to(repo_root).as_posix())
+    assert found == {name: [home] for name, home in SHARED_HELPERS.items()}
