@@ -35,6 +35,7 @@ from core.files import safe_files
 from core.files.safe_files import task_id_ok
 from core.ingest.records import Paradigm, RunMeta, StepRecord, TrajectoryRecord
 from core.ingest.tasks import ensure_tasks
+from core.ingest.tool_transcript import is_tool_transcript, transcript_steps
 from core.ingest.writer import import_run
 from core.measure.action_grammar import ParsedAction, is_na_answer
 from core.measure.action_grammar.webarena import (
@@ -442,14 +443,37 @@ def _termination(steps: list[StepRecord], crash: str | None) -> tuple[str, str |
     return "answered", None, answer
 
 
+def _with_tool_calls(render: Render, harness: list[StepRecord]) -> list[StepRecord]:
+    """The harness's steps, each render step whose output is a tool-using agent's session replaced by one
+    step per tool call (core.ingest.tool_transcript); the harness's own stop stays as the last step
+    when the session has no answer call. Other renders come back unchanged."""
+    if not any(is_tool_transcript(s.raw_output) for s in render.steps):
+        return harness
+    steps: list[StepRecord] = []
+    for step, record in zip(render.steps, harness, strict=True):
+        if not is_tool_transcript(step.raw_output):
+            steps.append(record.model_copy(update={"idx": len(steps)}))
+            continue
+        calls = transcript_steps(step.raw_output or "", len(steps), step.url)
+        if calls and step.observation:
+            calls[0].observations["axtree"] = step.observation
+        steps += calls
+        if record.action is not None and record.action.verb == "answer":
+            if not any(c.action and c.action.verb == "answer" for c in calls):
+                steps.append(record.model_copy(update={"idx": len(steps), "thought": None, "stated_action": None,
+                                                       "url": None, "observations": {}}))  # fmt: skip
+    return steps
+
+
 def render_trajectory(
     task_id: int, episode: str, path: Path, render: Render, crash: str | None, log: LogResult | None
 ) -> TrajectoryRecord:
-    steps = [
+    harness = [
         _step_record(i, s, render.steps[i + 1] if i + 1 < len(render.steps) else None)
         for i, s in enumerate(render.steps)
     ]
-    termination, detail, answer = _termination(steps, crash)
+    termination, detail, answer = _termination(harness, crash)
+    steps = _with_tool_calls(render, harness)
     intent = render.header.get("intent")
     return TrajectoryRecord(
         task_id=task_id,
