@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from core.measure.action_grammar import ParsedAction
 from core.measure.action_grammar.browsergym import strict_first_call
+from core.measure.action_grammar.tool_calls import parse_executed
 from core.measure.action_grammar.vocabulary import step_verb
 from core.measure.action_grammar.webarena import is_unparsed_output, parse_webarena_action
 from core.measure.judge.values import (
@@ -48,7 +49,7 @@ class Canon:
     element_id: str | None = None
     key: str | None = None
     direction: str | None = None
-    grammar: str = "english"  # browsergym | webarena | english
+    grammar: str = "english"  # browsergym | webarena | tool | english
 
 
 # Canonical verb (core.measure.action_grammar.VERBS) -> the class the judge compares on. How each verb is
@@ -108,6 +109,14 @@ def parse_webarena(text: str) -> Canon | None:
     if action is None or is_unparsed_output(action):
         return None
     return _canon(action, "webarena")
+
+
+@lru_cache(maxsize=100_000)
+def parse_tool(text: str) -> Canon | None:
+    """A tool-using agent's executed call (`mcp__gbox-browser__click: {'target': 'Go button …'}`): the
+    target description's name is the label; None when the text is not such a call."""
+    action = parse_executed(text)
+    return _canon(action, "tool") if action is not None else None
 
 
 # -- English sentences (gold steps and readable agent steps) ------------------------------------
@@ -209,10 +218,13 @@ def parse_english(text: str) -> Canon:
     return Canon(verb, label=norm_label(after[0][2]) if after else None, element_id=element_id)
 
 
+_english = lru_cache(maxsize=100_000)(parse_english)
+
+
 @lru_cache(maxsize=200_000)
 def canonicalize(text: str) -> Canon:
     """The canonical form of any action text: grammar first, English otherwise."""
-    return parse_browsergym(text) or parse_webarena(text) or parse_english(text)
+    return parse_browsergym(text) or parse_webarena(text) or parse_tool(text) or parse_english(text)
 
 
 # -- decisions -----------------------------------------------------------------------------------
@@ -297,11 +309,15 @@ def decide_repeat(a: str, b: str) -> RuleDecision:
 
 
 def decide_stated_vs_executed(stated: str, executed: str) -> RuleDecision:
-    """EAR: the stated grammar action against the executed one; both are grammar, so rules decide."""
+    """EAR: the stated grammar action against the executed one; both are grammar, so rules decide. A
+    tool-using agent's call is compared with the sentence that announced it (`decide_stated_vs_tool`)."""
     if not stated or not stated.strip():
         return RuleDecision(False, 0.0, "no stated action")
     if not executed or executed.strip().lower() in ("none", ""):
         return RuleDecision(False, 0.0, "executed action did not parse")
+    tool = parse_tool(executed)
+    if tool is not None:
+        return decide_stated_vs_tool(stated, tool)
     cs = parse_browsergym(stated) or parse_webarena(stated)
     ce = parse_browsergym(executed) or parse_webarena(executed)
     if cs is None or ce is None:
@@ -314,6 +330,38 @@ def decide_stated_vs_executed(stated: str, executed: str) -> RuleDecision:
         and (cs.direction or "") == (ce.direction or "")
     )
     return RuleDecision(same, float(same), "verb, element id and value compared")
+
+
+def decide_stated_vs_tool(stated: str, call: Canon) -> RuleDecision:
+    """EAR for a tool call: the sentence announcing it ("Now let me click the "Go" button") against the
+    call (verb, the target description's name, typed text). A verb the sentence names must be
+    compatible with the call's; a quoted value it names must be the value sent; an element it names
+    must be the target (equal or nested names decide, other wording passes to the lexical stage).
+    A sentence that names no verb of ours passes."""
+    cs = _english(stated)
+    if cs.verb == "unknown":
+        return RuleDecision(None, rationale="the statement names no action verb")
+    if not compatible(cs.verb, call.verb):
+        return RuleDecision(False, 0.0, f"verb {cs.verb} vs {call.verb}")
+    if call.verb == "scroll":
+        same = cs.direction == call.direction
+        return RuleDecision(same, float(same), f"scroll {cs.direction} vs {call.direction}")
+    if call.verb == "press":
+        same = (cs.key or "enter") == (call.key or "enter")
+        return RuleDecision(same, float(same), f"key {cs.key} vs {call.key}")
+    if call.verb in ("go_back", "go_forward", "tab", "noop"):
+        return RuleDecision(True, 1.0, call.verb)
+    quoted_value = bool(cs.value) and bool(_QUOTED.search(fold(stated)))
+    if call.verb in ("type", "select", "answer") and quoted_value and same_value(cs.value, call.value) is False:
+        return RuleDecision(False, 0.0, "values differ")
+    if not cs.label or not call.label:
+        return RuleDecision(True, 1.0, "same verb, no element named on one side")
+    numbers_s, numbers_c = label_numbers(cs.label), label_numbers(call.label)
+    if numbers_s and numbers_c and sorted(numbers_s) != sorted(numbers_c):
+        return RuleDecision(False, 0.0, "labels name different numbers")
+    if cs.label == call.label or _label_nested(cs.label, call.label):
+        return RuleDecision(True, 1.0, "same verb and element")
+    return RuleDecision(None, rationale="elements differ in wording")
 
 
 # -- requirement found in an answer --------------------------------------------------------------
