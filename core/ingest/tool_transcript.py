@@ -37,9 +37,7 @@ _MARKERS = ("[tool] ", "[result] ", "[error] ", "[complete] ")
 _TOOL_NAME = re.compile(r"\[tool\] ([A-Za-z_][\w.-]*): ")
 _IMAGE_START = "{'type': 'image'"
 # The block the GBOX harness writes for every screenshot, its bytes already removed (checked first).
-_IMAGE_BLOCK = (
-    "{'type': 'image', 'source': {'data': '<image_bytes_removed>', 'media_type': 'image/png', 'type': 'base64'}}"
-)
+_IMAGE_BLOCK = "{'type': 'image', 'source': {'data': '<image_bytes_removed>', 'media_type': 'image/png', 'type': 'base64'}}"
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{400,}={0,2}")
 _MAX_ARGS = 200_000  # a call's arguments longer than this are kept as text, not literal_eval'd
 _SUB_AGENT = "Task"
@@ -119,8 +117,8 @@ def _result_end(text: str, start: int) -> int:
     while pos < min(cut, len(text)) and not _at_marker(text, pos):
         lines.append(_line_end(text, pos))
         pos = lines[-1] + 1
-    if cut <= len(text) and (cut == len(text) or text[cut] == "\n") and (not lines or lines[-1] >= cut):
-        return cut  # a longer result cut by the transcript
+    if cut in lines:
+        return cut  # a longer result, cut by the transcript at the end of one of its lines
     # A short result whose later lines hold a bracketed block (`Details: {…}`) that closes in the cut.
     depth = _depth(text[start:first])
     opened = depth > 0
@@ -235,7 +233,11 @@ def split_transcript(text: str) -> list[TranscriptCall]:
             start = pos + len("[complete] ")
             answer = next((c for c in reversed(calls) if c.args and "finalAnswer" in c.args), None)
             final = answer.args.get("finalAnswer") if answer and answer.args else None
-            end = start + len(final) if isinstance(final, str) and final and text.startswith(final, start) else eol
+            end = (
+                start + len(final)
+                if isinstance(final, str) and final and text.startswith(final, start)
+                else eol
+            )
             if answer is not None:
                 answer.completion = text[start:end]
             pos = _line_end(text, end) + 1

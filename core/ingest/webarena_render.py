@@ -458,10 +458,10 @@ def _with_tool_calls(render: Render, harness: list[StepRecord]) -> list[StepReco
         if calls and step.observation:
             calls[0].observations["axtree"] = step.observation
         steps += calls
-        if record.action is not None and record.action.verb == "answer":
-            if not any(c.action and c.action.verb == "answer" for c in calls):
-                steps.append(record.model_copy(update={"idx": len(steps), "thought": None, "stated_action": None,
-                                                       "url": None, "observations": {}}))  # fmt: skip
+        answered = any(c.action and c.action.verb == "answer" for c in calls)
+        if record.action is not None and record.action.verb == "answer" and not answered:
+            steps.append(record.model_copy(update={"idx": len(steps), "thought": None, "stated_action": None,
+                                                   "url": None, "observations": {}}))  # fmt: skip
     return steps
 
 

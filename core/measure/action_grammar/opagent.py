@@ -48,7 +48,9 @@ def _quoted(value: str | None) -> str:
 
 
 # Words before a quoted text that say it is what an element shows, not its name.
-_SHOWN = re.compile(r"(?i)\b(?:contain(?:s|ing)?|show(?:s|ing)?|display(?:s|ing)?|currently|like|reads?|says?)\s*$")
+_SHOWN = re.compile(
+    r"(?i)\b(?:contain(?:s|ing)?|show(?:s|ing)?|display(?:s|ing)?|currently|like|reads?|says?)\s*$"
+)
 
 
 def element_named(instruction: str | None, typed: Any = None) -> str | None:
@@ -104,7 +106,9 @@ def parse_opagent_action(action: Any, instruction: str | None = None) -> ParsedA
         # The element the planner meant: the first quoted name in its instruction ("Click the 'REPORTS'
         # menu item"), quoted the way gold steps quote labels; for typing and selecting, not the text typed
         # or the option chosen ("Type 'MIT' into the 'License' field") nor what a field already shows.
-        typed = params.get("content") if verb == "type" else params.get("option") if verb == "select" else None
+        typed = (
+            params.get("content") if verb == "type" else params.get("option") if verb == "select" else None
+        )
         meant = element_named(instruction, typed)
         if meant:
             parsed.element_label = _text(meant, 200)

@@ -66,7 +66,8 @@ _LOCATION = re.compile(
 _ROLE_WORDS = frozenset(
     {"button", "link", "field", "input", "textbox", "box", "dropdown", "menu", "option", "item", "tab",
      "icon", "checkbox", "radio", "searchbox", "combobox", "area", "textarea", "text", "bar", "entry",
-     "toggle", "selector", "list", "listbox", "control", "element", "hyperlink", "btn"}
+     "toggle", "selector", "listbox", "control", "element", "hyperlink", "btn", "card", "row", "suggestion",
+     "tile", "chip"}
 )  # fmt: skip
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
 # Sentences in which the agent announces its next call ("Now let me click the "Go" button.").
@@ -110,9 +111,7 @@ def executed_text(tool: str, args: dict[str, Any] | None, raw_args: str = "") ->
     return f"{tool}: {_text(repr(kept), 20_000)}"
 
 
-def parse_executed(text: str | None) -> ParsedAction | None:
-    """Read back a stored executed action (`mcp__gbox-browser__click: {'target': '…'}`); None when the
-    text is not a tool call of this grammar (an action of another grammar, a sentence)."""
+def _executed_call(text: str | None) -> tuple[str, dict[str, Any]] | None:
     if not text:
         return None
     match = _EXECUTED.match(text.strip())
@@ -125,9 +124,21 @@ def parse_executed(text: str | None) -> ParsedAction | None:
         args = ast.literal_eval(match.group(2))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
-    if not isinstance(args, dict):
-        return None
-    return parse_tool_call(match.group(1), args).action
+    return (match.group(1), args) if isinstance(args, dict) else None
+
+
+def parse_executed(text: str | None) -> ParsedAction | None:
+    """Read back a stored executed action (`mcp__gbox-browser__click: {'target': '…'}`); None when the
+    text is not a tool call of this grammar (an action of another grammar, a sentence)."""
+    call = _executed_call(text)
+    return parse_tool_call(*call).action if call is not None else None
+
+
+def target_of(text: str | None) -> str | None:
+    """The natural-language target description of a stored executed call, if it has one."""
+    call = _executed_call(text)
+    target = call[1].get("target") if call is not None else None
+    return target if isinstance(target, str) else None
 
 
 def split_target(description: str | None) -> tuple[str | None, str | None]:

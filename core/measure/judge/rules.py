@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from core.measure.action_grammar import ParsedAction
 from core.measure.action_grammar.browsergym import strict_first_call
-from core.measure.action_grammar.tool_calls import parse_executed
+from core.measure.action_grammar.tool_calls import parse_executed, target_of
 from core.measure.action_grammar.vocabulary import step_verb
 from core.measure.action_grammar.webarena import is_unparsed_output, parse_webarena_action
 from core.measure.judge.values import (
@@ -317,7 +317,7 @@ def decide_stated_vs_executed(stated: str, executed: str) -> RuleDecision:
         return RuleDecision(False, 0.0, "executed action did not parse")
     tool = parse_tool(executed)
     if tool is not None:
-        return decide_stated_vs_tool(stated, tool)
+        return decide_stated_vs_tool(stated, tool, target_of(executed))
     cs = parse_browsergym(stated) or parse_webarena(stated)
     ce = parse_browsergym(executed) or parse_webarena(executed)
     if cs is None or ce is None:
@@ -332,35 +332,130 @@ def decide_stated_vs_executed(stated: str, executed: str) -> RuleDecision:
     return RuleDecision(same, float(same), "verb, element id and value compared")
 
 
-def decide_stated_vs_tool(stated: str, call: Canon) -> RuleDecision:
-    """EAR for a tool call: the sentence announcing it ("Now let me click the "Go" button") against the
-    call (verb, the target description's name, typed text). A verb the sentence names must be
-    compatible with the call's; a quoted value it names must be the value sent; an element it names
-    must be the target (equal or nested names decide, other wording passes to the lexical stage).
-    A sentence that names no verb of ours passes."""
-    cs = _english(stated)
+# What a statement announcing a tool call reads as (EAR of tool-using agents, see decide_stated_vs_tool).
+_ANNOUNCING = re.compile(
+    r"\b(?:I will|I'll|I am going to|I'm going to|I need to|I should|I must|I can now|let me|let's|"
+    r"my next action is to|the next action is to|next,? I(?:'ll| will)?)\s+"
+    r"(?:(?:now|first|also|then|just|quickly|go ahead and|try to|try|attempt to|proceed to)\s+)*",
+    re.I,
+)
+_CLAUSE_END = re.compile(r"\s+(?:and then|then|and|so that|so|which|while|because)\s+|[;:]\s|\.\s|\.$", re.I)
+# Words that announce a click in other words ("close this dialog", "open the Reports menu").
+_CLICK_WORDS = frozenset(
+    {"close", "dismiss", "hide", "collapse", "expand", "toggle", "submit", "tap", "open", "press", "hit",
+     "choose", "pick", "uncheck", "check", "apply", "sort", "filter", "access", "visit", "navigate"}
+)  # fmt: skip
+# An element named only by a pronoun or a generic noun ("click on it", "click this result").
+# "continue scrolling", "start by filling in", "try clicking": the verb that follows is the action.
+_LEAD_IN = re.compile(r"^(?:(?:continue|keep|start|begin|try|proceed)(?: by| with)?\s+)+", re.I)
+_FILLER = frozenset({"this", "that", "these", "those", "first", "again", "now", "too", "also", "instead"})
+_NO_NAME = frozenset(
+    {"it", "this", "that", "these", "those", "them", "one", "here", "there", "the", "a", "an", "result",
+     "suggestion", "option", "item", "entry", "element", "field", "button", "link", "box", "first", "new",
+     "next", "correct", "right", "appropriate", "relevant", "above", "below", "again"}
+)  # fmt: skip
+
+
+def announced_call(stated: str) -> Canon:
+    """The call a statement announces: the clause after "let me / I'll / I need to …" read as a step
+    sentence; a clause opening with a click in other words ("close this dialog", "press the Search
+    button") is a click on what it names; an element named by a pronoun or a generic noun ("click on
+    it", "this suggestion") is no name."""
+    text = fold(stated)
+    found = _ANNOUNCING.search(text)
+    clause = _CLAUSE_END.split(text[found.end() :] if found else text, maxsplit=1)[0].strip()
+    clause = _LEAD_IN.sub("", clause)
+    by = re.search(r"\bby (\w+ing)\b", clause)
+    if by and step_verb(by.group(1).lower()) is None and _gerund_verb(by.group(1)):
+        clause = clause[by.start(1) :]  # "get the directions by clicking "Go"": the click is the call
+    words = clause.split(maxsplit=1)
+    if words and (verb := _gerund_verb(words[0])):
+        clause = " ".join([verb, *words[1:]])  # "scrolling down" reads as "scroll down"
+    canon = parse_english(clause)
+    if canon.verb == "unknown" and re.match(r"(?i)switch\b.*\btab\b", clause):
+        canon = Canon("tab")
+    named = re.search(r"\b(?:up|down|left|right)\b", clause, re.I)
+    if canon.verb == "scroll" and not named and re.search(r"\btop\b", clause, re.I):
+        canon = Canon("scroll", direction="up")
+    first = (clause.split() or [""])[0].lower()
+    names_element = re.search(r"\b(?:button|link|icon|tab|option|checkbox)\b", clause, re.I)
+    if first in _CLICK_WORDS and (canon.verb == "unknown" or (canon.verb == "press" and names_element)):
+        quoted = _QUOTED.search(clause)
+        label = norm_label(quoted.group(2)) if quoted else _unquoted_target(clause[len(first) :])
+        canon = Canon("click", label=label)
+    if canon.label:
+        words = [w for w in canon.label.split() if w not in _FILLER]
+        label = " ".join(words) or None
+        if label is None or set(re.findall(r"\w+", label)) <= _NO_NAME:
+            label = None
+        canon = Canon(canon.verb, label=label, value=canon.value, key=canon.key, direction=canon.direction)
+    return canon
+
+
+def _gerund_verb(word: str) -> str | None:
+    """'scrolling' -> 'scroll', 'typing' -> 'type', 'clicking' -> 'click'; None when no verb of ours."""
+    word = word.lower()
+    if not word.endswith("ing") or len(word) < 6:
+        return None
+    stem = word[:-3]
+    for candidate in (stem, stem + "e", stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else stem):
+        if step_verb(candidate):
+            return candidate
+    return None
+
+
+# Key names as tools and people write them ("Ctrl+F", ['control', 'f']).
+_KEY_ALIASES = {"control": "ctrl", "command": "meta", "cmd": "meta", "esc": "escape", "return": "enter",
+                "del": "delete", "pgdn": "pagedown", "pgup": "pageup"}  # fmt: skip
+
+
+def _keys(key: str | None) -> str:
+    parts = re.split(r"\s*\+\s*", (key or "enter").strip().lower())
+    return "+".join(_KEY_ALIASES.get(p, p) for p in parts if p)
+
+
+_announced = lru_cache(maxsize=100_000)(announced_call)
+
+
+def decide_stated_vs_tool(stated: str, call: Canon, target: str | None = None) -> RuleDecision:
+    """EAR for a tool call: the statement announcing it ("Now let me click the "Go" button") against the
+    call (verb, the target description's name, typed text). The announced verb must be compatible with
+    the call's, where typing into a field also announces the click that focuses it; a quoted value it
+    names must be the value sent; an element it names must be the target: its name (equal or nested
+    names) or, word for word, its whole description ("close the welcome dialog" names "X button of the
+    Welcome dialog"); other wording passes to the lexical stage. A statement naming no element matches
+    on the verb; one that announces no verb of ours passes."""
+    cs = _announced(stated)
     if cs.verb == "unknown":
         return RuleDecision(None, rationale="the statement names no action verb")
-    if not compatible(cs.verb, call.verb):
+    focus = cs.verb == "type" and call.verb == "click"
+    if not compatible(cs.verb, call.verb) and not focus:
         return RuleDecision(False, 0.0, f"verb {cs.verb} vs {call.verb}")
     if call.verb == "scroll":
         same = cs.direction == call.direction
         return RuleDecision(same, float(same), f"scroll {cs.direction} vs {call.direction}")
     if call.verb == "press":
-        same = (cs.key or "enter") == (call.key or "enter")
+        same = _keys(cs.key) == _keys(call.key)
         return RuleDecision(same, float(same), f"key {cs.key} vs {call.key}")
     if call.verb in ("go_back", "go_forward", "tab", "noop"):
         return RuleDecision(True, 1.0, call.verb)
     quoted_value = bool(cs.value) and bool(_QUOTED.search(fold(stated)))
-    if call.verb in ("type", "select", "answer") and quoted_value and same_value(cs.value, call.value) is False:
+    if (
+        call.verb in ("type", "select", "answer")
+        and quoted_value
+        and same_value(cs.value, call.value) is False
+    ):
         return RuleDecision(False, 0.0, "values differ")
     if not cs.label or not call.label:
-        return RuleDecision(True, 1.0, "same verb, no element named on one side")
+        return RuleDecision(True, 1.0, "compatible verb, no element named on one side")
     numbers_s, numbers_c = label_numbers(cs.label), label_numbers(call.label)
     if numbers_s and numbers_c and sorted(numbers_s) != sorted(numbers_c):
         return RuleDecision(False, 0.0, "labels name different numbers")
     if cs.label == call.label or _label_nested(cs.label, call.label):
-        return RuleDecision(True, 1.0, "same verb and element")
+        return RuleDecision(True, 1.0, "compatible verb, same element")
+    described = set(re.findall(r"\w+", norm_label(target) or ""))
+    if described and set(re.findall(r"\w+", cs.label)) <= described:
+        return RuleDecision(True, 1.0, "compatible verb, the element is in the target description")
     return RuleDecision(None, rationale="elements differ in wording")
 
 
