@@ -165,14 +165,18 @@ def test_every_failed_task_has_a_sentence_and_one_row_per_evaluator(runs: Store)
     assert row["status"] == "failure" and row["explanation"] == "must include '1'; the agent answered '0'"
 
 
-def test_a_transcript_records_no_last_page_so_url_match_stays_unresolved(runs: Store, runs_db: Path, tmp_path: Path):
+def test_a_transcript_records_no_last_page_so_url_match_stays_unresolved(
+    runs: Store, runs_db: Path, tmp_path: Path
+):
     """babelcloud's steps are its agent's tool calls, which name the page only where the session starts:
     the last page is unknown, at import and when re-evaluated from the stored steps alike."""
     query = "SELECT DISTINCT status, unresolved_reason FROM evaluator_results WHERE run = 'babelcloud' AND evaluator = 'url_match'"
     assert runs.query(query) == [("unresolved", "no_last_url")]
     # 16 renders hold no call that acts on the page: the harness's early stops, sessions cut before any
     # call, and sessions whose calls only looked (screenshots, tab lists) before the answer.
-    assert runs.query("SELECT count(*) FROM trajectories WHERE run = 'babelcloud' AND answer_only")[0][0] == 16
+    assert (
+        runs.query("SELECT count(*) FROM trajectories WHERE run = 'babelcloud' AND answer_only")[0][0] == 16
+    )
     first_url = runs.query(
         "SELECT count(*) FROM steps WHERE run = 'babelcloud' AND kind = 'action' AND url IS NOT NULL"
     )[0][0]
