@@ -142,6 +142,7 @@ class RenderImportSummary:
     n_files: int = 0
     n_tasks: int = 0
     n_steps: int = 0
+    n_observe: int = 0  # steps of kind observe (a tool-using agent's screenshots, waits, ...)
     n_pass: int = 0
     n_fail: int = 0
     n_without_log: int = 0
@@ -635,6 +636,7 @@ def import_webarena_render(
 
     summary.n_tasks = len(rendered)
     summary.n_steps = sum(len(t.steps) for t in trajectories)
+    summary.n_observe = sum(s.kind == "observe" for t in trajectories for s in t.steps)
     summary.n_pass = sum(1 for r in log_results.values() if r.passed)
     summary.n_fail = sum(1 for r in log_results.values() if not r.passed)
     summary.n_without_log = len(rendered - set(log_results))
