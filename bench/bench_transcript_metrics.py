@@ -46,7 +46,9 @@ def main() -> None:
         summary = import_webarena_render(store, folder, "babelcloud")
         import_s = time.perf_counter() - started
         started = time.perf_counter()
-        rendered = sum(len(parse_render(decode_render(p.read_bytes())[0]).steps) for p in find_renders(folder))
+        rendered = sum(
+            len(parse_render(decode_render(p.read_bytes())[0]).steps) for p in find_renders(folder)
+        )
         parse_s = time.perf_counter() - started
         kinds = dict(store.query("SELECT kind, count(*) FROM steps WHERE run = 'babelcloud' GROUP BY 1"))
 

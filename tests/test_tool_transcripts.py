@@ -339,3 +339,20 @@ def test_a_result_continues_onto_later_lines_only_where_the_200_character_cut_en
         "Keys pressed successfully",
         "Text typed successfully",
     ]
+
+
+def test_ear_of_a_session_counts_calls_without_a_statement_as_mismatches(babel: Store):
+    """Task 16's EAR: the announced calls the judge finds equal, over every action of the session
+    (a call issued right after another has no statement: a mismatch, as the paper counts it)."""
+    from core.measure.judge import Pair
+    from core.measure.judge.cascade import CascadeJudge
+
+    steps = babel.query(
+        "SELECT stated_action, executed_action FROM steps WHERE run = 'babelcloud' AND task_id = 16"
+        " AND kind = 'action' ORDER BY idx"
+    )
+    stated = [(s, e) for s, e in steps if s]
+    assert 0 < len(stated) < len(steps)
+    verdicts = CascadeJudge("offline").judge_many([Pair("stated_vs_executed", s, e) for s, e in stated])
+    ear = babel.query("SELECT ear FROM metrics WHERE run = 'babelcloud' AND task_id = 16")[0][0]
+    assert ear == pytest.approx(sum(bool(v.verdict) for v in verdicts) / len(steps))
