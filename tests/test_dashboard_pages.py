@@ -152,7 +152,7 @@ def test_steps_tab_marks_observe_steps_and_shows_a_calls_raw_text(open_page, dem
         raw = s.query(
             "SELECT content FROM observations WHERE run = ? AND task_id = 16 AND idx = 2 AND kind = 'transcript'",
             [run],
-        )[0][0]
+        )[0][0].strip()  # shown as a code block, which drops the final newline
     assert kinds[0] == "observe" and kinds[2] == "action"
     at = open_page(demo_db, TASK, run=run, task="16", tab="Steps", step="0")
     texts = page_texts(at)

@@ -42,13 +42,20 @@ def babel(babelcloud_db: Path):
 
 
 @pytest.fixture(scope="module")
-def transcripts(shared_data: Path) -> dict[int, list[str]]:
-    """The model output of every render step, per task, straight from the render files."""
+def rendered(shared_data: Path) -> dict[int, list[tuple[str, str | None]]]:
+    """(model output, parsed action) of every render step, per task, straight from the render files."""
     found = {}
     for path in (shared_data.joinpath(*BABELCLOUD) / "results_full").glob("render_*.html"):
         render = parse_render(decode_render(path.read_bytes())[0])
-        found[int(path.stem.removeprefix("render_"))] = [s.raw_output or "" for s in render.steps]
+        found[int(path.stem.removeprefix("render_"))] = [
+            (s.raw_output or "", s.parsed_action) for s in render.steps
+        ]
     return found
+
+
+@pytest.fixture(scope="module")
+def transcripts(rendered) -> dict[int, list[str]]:
+    return {t: [output for output, _ in steps] for t, steps in rendered.items()}
 
 
 def _log_results(path: Path) -> list[str]:
@@ -90,6 +97,37 @@ def test_every_tool_call_is_one_step(babel: Store, transcripts: dict[int, list[s
     )
     assert len(per_task) == 812
     assert sum(n > 1 for n in per_task.values()) >= 700 and statistics.median(per_task.values()) >= 5
+
+
+def test_the_harness_steps_stay_where_no_call_replaces_them(babel: Store, rendered):
+    """Render steps without a transcript stay as they were; after a session without an answer call the
+    harness's own `stop [...]` is kept as the last step (it is what the harness executed)."""
+    kept = dict(
+        babel.query(
+            """SELECT s.task_id, count(*) FROM steps s WHERE s.run = 'babelcloud' AND NOT EXISTS (
+                 SELECT 1 FROM observations o WHERE o.run = s.run AND o.task_id = s.task_id
+                 AND o.idx = s.idx AND o.kind = 'transcript') GROUP BY 1"""
+        )
+    )
+    expected = {}
+    for task_id, steps in rendered.items():
+        n = 0
+        for output, parsed in steps:
+            calls = re.findall(r"^\[tool\] (\S+): ", output, re.M)
+            if not calls:
+                n += 1  # not a session: the rendered step itself
+            elif (parsed or "").startswith("stop [") and not any(c.endswith("complete_task") for c in calls):
+                n += 1  # a session that never answered: the harness's stop follows its calls
+        if n:
+            expected[task_id] = n
+    assert kept == expected
+    last = dict(
+        babel.query(
+            "SELECT task_id, arg_max(executed_action, idx) FROM steps WHERE run = 'babelcloud' GROUP BY 1"
+        )
+    )
+    assert last[564].startswith("mcp__task-completion__complete_task: ")  # 4 empty steps, then a session
+    assert last[398] == "stop [Early stop: Failed to parse actions for 3 times]"
 
 
 def test_a_session_read_step_by_step(babel: Store, transcripts: dict[int, list[str]]):
@@ -342,17 +380,61 @@ def test_a_result_continues_onto_later_lines_only_where_the_200_character_cut_en
 
 
 def test_ear_of_a_session_counts_calls_without_a_statement_as_mismatches(babel: Store):
-    """Task 16's EAR: the announced calls the judge finds equal, over every action of the session
+    """A session's EAR: the announced calls the judge finds equal, over every action of the session
     (a call issued right after another has no statement: a mismatch, as the paper counts it)."""
     from core.measure.judge import Pair
     from core.measure.judge.cascade import CascadeJudge
 
+    (task_id,) = babel.query(
+        "SELECT min(task_id) FROM steps WHERE run = 'babelcloud' AND kind = 'action' AND stated_action IS NULL"
+        " AND task_id IN (SELECT task_id FROM metrics WHERE run = 'babelcloud' AND ear IS NOT NULL)"
+    )[0]
     steps = babel.query(
-        "SELECT stated_action, executed_action FROM steps WHERE run = 'babelcloud' AND task_id = 16"
-        " AND kind = 'action' ORDER BY idx"
+        "SELECT stated_action, executed_action FROM steps WHERE run = 'babelcloud' AND task_id = ?"
+        " AND kind = 'action' ORDER BY idx",
+        [task_id],
     )
     stated = [(s, e) for s, e in steps if s]
     assert 0 < len(stated) < len(steps)
     verdicts = CascadeJudge("offline").judge_many([Pair("stated_vs_executed", s, e) for s, e in stated])
-    ear = babel.query("SELECT ear FROM metrics WHERE run = 'babelcloud' AND task_id = 16")[0][0]
-    assert ear == pytest.approx(sum(bool(v.verdict) for v in verdicts) / len(steps))
+    ear = babel.query("SELECT ear FROM metrics WHERE run = 'babelcloud' AND task_id = ?", [task_id])[0][0]
+    assert ear == pytest.approx(sum(bool(v.verdict) for v in verdicts) / len(steps)) and ear < 1
+
+
+def test_each_call_is_timed_from_the_tasks_own_log(babel: Store, shared_data: Path):
+    """Task 16's log: list_tabs issued at 14:10:19.653 after 5.83 s of thinking, ran 1.47 s."""
+    from datetime import datetime
+
+    first = babel.query_dicts(
+        "SELECT started_at, elapsed_s FROM steps WHERE run = 'babelcloud' AND task_id = 16 AND idx = 0"
+    )[0]
+    assert first == {"started_at": datetime(2025, 10, 27, 14, 10, 13, 823000), "elapsed_s": 7.3}
+    timed = babel.query(
+        "SELECT count(*), count(started_at), count(elapsed_s) FROM steps s WHERE run = 'babelcloud' AND EXISTS ("
+        " SELECT 1 FROM observations o WHERE o.run = s.run AND o.task_id = s.task_id AND o.idx = s.idx"
+        " AND o.kind = 'transcript')"
+    )[0]
+    assert timed[0] == timed[1] == 22062 and timed[2] >= 21_000  # calls without a logged result: no duration
+    assert not babel.query("SELECT 1 FROM import_problems WHERE run = 'babelcloud' AND kind = 'log_mismatch'")
+    # Within a task the calls are in time order (calls issued together share their thinking: a few ms).
+    assert not babel.query(
+        """SELECT 1 FROM (SELECT started_at, lag(started_at) OVER (PARTITION BY task_id ORDER BY idx) AS before
+           FROM steps WHERE run = 'babelcloud' AND started_at IS NOT NULL)
+           WHERE started_at < before - INTERVAL 100 MILLISECOND"""
+    )
+
+
+def test_a_log_whose_calls_differ_leaves_the_steps_untimed():
+    from core.ingest.tool_transcript import apply_timings, read_call_timings, transcript_steps
+
+    text = "Look.\n[tool] mcp__gbox-browser__screenshot: {}\n[result] ok\n[tool] mcp__gbox-browser__click: {'target': 'Go'}\n"
+    log = [
+        "2025-10-27 14:10:19,653 - INFO - 🔧 [+5.83s think] mcp__gbox-browser__screenshot({})\n",
+        "2025-10-27 14:10:21,127 - INFO - 📥 [⏱️ 1.47s exec] Tool result: ok\n",
+        "2025-10-27 14:10:25,000 - INFO - 🔧 [+2.00s think] mcp__gbox-browser__click({'target': 'Go'})\n",
+    ]
+    steps = transcript_steps(text, 0, None)
+    assert apply_timings(steps, read_call_timings(log))
+    assert [s.elapsed_s for s in steps] == [7.3, None] and steps[1].started_at.second == 23
+    other = transcript_steps(text.replace("click", "hover"), 0, None)
+    assert not apply_timings(other, read_call_timings(log)) and other[0].started_at is None

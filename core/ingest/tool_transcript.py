@@ -25,13 +25,16 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from core.ingest.records import StepRecord
 from core.measure.action_grammar.tool_calls import announced_action, parse_tool_call
 
 RESULT_CUT = 200  # the transcript keeps this many characters of each result
+TRANSCRIPT = "transcript"  # the observation kind holding a step's part of the transcript
 _TOOL = "[tool] "
 _MARKERS = ("[tool] ", "[result] ", "[error] ", "[complete] ")
 _TOOL_NAME = re.compile(r"\[tool\] ([A-Za-z_][\w.-]*): ")
@@ -177,7 +180,7 @@ def _parse_args(raw: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _next_open_call(pending: list[TranscriptCall], calls: list[TranscriptCall]) -> TranscriptCall | None:
+def _next_open_call(pending: list[Any]) -> Any:
     """The call a result belongs to: the oldest waiting one, skipping a sub-agent that has made calls
     since it started (their results come first)."""
     for call in pending:
@@ -221,7 +224,7 @@ def split_transcript(text: str) -> list[TranscriptCall]:
             failed = text.startswith("[error] ", pos)
             start = pos + (len("[error] ") if failed else len("[result] "))
             end = _result_end(text, start)
-            owner = _next_open_call(pending, calls)
+            owner = _next_open_call(pending)
             if owner is not None:
                 pending.remove(owner)
                 owner.result, owner.images = drop_images(text[start:end])
@@ -268,7 +271,72 @@ def transcript_steps(text: str, first_idx: int, url: str | None) -> list[StepRec
                 executed_action=parsed.action.raw, action=parsed.action, readable=parsed.readable,
                 error=(call.result or "the tool reported an error") if call.failed else None,
                 kind=parsed.kind, outcome=outcome or None, outcome_image=call.images > 0 if outcome is not None else None,
-                observations={"transcript": call.raw} if call.raw.strip() else {},
+                observations={TRANSCRIPT: call.raw} if call.raw.strip() else {},
             )
         )  # fmt: skip
     return steps
+
+
+# -- timings from the run's per-task log ------------------------------------------------------------
+# `2025-10-27 14:10:19,653 - INFO - 🔧 [+5.83s think] mcp__gbox-browser__list_tabs({...})` and
+# `… - INFO - 📥 [⏱️ 1.47s exec] Tool result: …` (`❌` for an error): when each call was issued, how
+# long the agent thought before it, how long it ran.
+_LOG_ENTRY = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) - \w+ - (.*)$")
+_LOG_CALL = re.compile(r"^🔧 \[\+([0-9]{1,7}(?:\.[0-9]+)?)s think\] ([A-Za-z_][\w.-]*)\(")
+_LOG_RESULT = re.compile(r"^(?:📥|❌) \[⏱️ ([0-9]{1,7}(?:\.[0-9]+)?)s exec\]")
+_LOG_SESSION = ("Starting new session", "Resuming session")
+
+
+@dataclass
+class CallTiming:
+    """One tool call as the run's log recorded it."""
+
+    tool: str
+    issued_at: datetime
+    think_s: float
+    exec_s: float | None = None
+    start: int = field(default=0, repr=False)
+
+
+def read_call_timings(lines: Iterable[str]) -> list[CallTiming]:
+    """Every tool call of a per-task log in order, with its think and execution time (results go to
+    their calls as in the transcript; a call left unanswered when a new session starts keeps none)."""
+    calls: list[CallTiming] = []
+    pending: list[CallTiming] = []
+    for line in lines:
+        entry = _LOG_ENTRY.match(line)
+        if entry is None:
+            continue
+        body = entry.group(3)
+        if call := _LOG_CALL.match(body):
+            try:
+                at = datetime.strptime(f"{entry.group(1)}.{entry.group(2)}", "%Y-%m-%d %H:%M:%S.%f")
+            except ValueError:  # an impossible date: no timings for this log
+                return []
+            timing = CallTiming(call.group(2), at, float(call.group(1)), start=len(calls))
+            calls.append(timing)
+            pending.append(timing)
+        elif result := _LOG_RESULT.match(body):
+            owner = _next_open_call(pending)
+            if owner is not None:
+                pending.remove(owner)
+                owner.exec_s = float(result.group(1))
+        elif body.startswith(_LOG_SESSION):
+            pending.clear()
+    return calls
+
+
+def apply_timings(steps: list[StepRecord], timings: list[CallTiming]) -> bool:
+    """Give the steps made from tool calls their log timings: `started_at` when the agent began thinking
+    about the call, `elapsed_s` thinking plus running it. The transcript holds the log's last calls;
+    nothing is set unless every one of them is the same tool in the same place."""
+    calls = [s for s in steps if TRANSCRIPT in s.observations]
+    if not calls or len(timings) < len(calls):
+        return False
+    tail = timings[len(timings) - len(calls) :]
+    if any((s.executed_action or "").split(":", 1)[0] != t.tool for s, t in zip(calls, tail, strict=True)):
+        return False
+    for step, timing in zip(calls, tail, strict=True):
+        step.started_at = timing.issued_at - timedelta(seconds=timing.think_s)
+        step.elapsed_s = None if timing.exec_s is None else round(timing.think_s + timing.exec_s, 3)
+    return True

@@ -35,7 +35,13 @@ from core.files import safe_files
 from core.files.safe_files import task_id_ok
 from core.ingest.records import Paradigm, RunMeta, StepRecord, TrajectoryRecord
 from core.ingest.tasks import ensure_tasks
-from core.ingest.tool_transcript import is_tool_transcript, transcript_steps
+from core.ingest.tool_transcript import (
+    TRANSCRIPT,
+    apply_timings,
+    is_tool_transcript,
+    read_call_timings,
+    transcript_steps,
+)
 from core.ingest.writer import import_run
 from core.measure.action_grammar import ParsedAction, is_na_answer
 from core.measure.action_grammar.webarena import (
@@ -466,6 +472,26 @@ def _with_tool_calls(render: Render, harness: list[StepRecord]) -> list[StepReco
     return steps
 
 
+def _time_tool_calls(
+    trajectory: TrajectoryRecord, log: LogResult | None, root: Path, problems: list[Problem]
+) -> None:
+    """Steps made from tool calls take their timings from the task's own log (`task_<id>_*.log`), which
+    records when each call was issued and how long it thought and ran; a log whose calls differ from
+    the transcript's sets none."""
+    if log is None or not _TASK_LOG_NAME.match(Path(log.log_path).name):
+        return
+    if not any(TRANSCRIPT in s.observations for s in trajectory.steps):
+        return
+    try:
+        with safe_files.open_text(Path(log.log_path), "log", root=root) as handle:
+            timings = read_call_timings(handle)
+    except (InputError, OSError):  # read once already for its verdict: a refusal was recorded then
+        return
+    if not apply_timings(trajectory.steps, timings):
+        problems.append(Problem(task_id=trajectory.task_id, source_path=log.log_path, kind="log_mismatch",
+                                message=f"{log.log_path}: its tool calls differ from the render's; steps untimed"))  # fmt: skip
+
+
 def render_trajectory(
     task_id: int, episode: str, path: Path, render: Render, crash: str | None, log: LogResult | None
 ) -> TrajectoryRecord:
@@ -545,7 +571,8 @@ def import_webarena_render(
             raise InputError(log_root, "no *.log or merge_log.txt files found")
     else:
         log_paths = find_logs(root)
-    log_results, log_models = read_log_results(log_paths, problems, log_root if logs is not None else root)
+    log_base = log_root if logs is not None else root
+    log_results, log_models = read_log_results(log_paths, problems, log_base)
 
     # Run metadata written next to the renders by run.py.
     folders = sorted({p.parent for _, p in named})
@@ -603,9 +630,9 @@ def import_webarena_render(
             problems.append(Problem(task_id=task_id, source_path=str(path), kind="damaged_step",
                                     message=f"{path}: step(s) {missing} have no parsed_action"))  # fmt: skip
         crash = crashes.get(path.parent, {}).get(task_id)
-        trajectories.append(
-            render_trajectory(task_id, episodes[path], path, render, crash, log_results.get(task_id))
-        )
+        trajectory = render_trajectory(task_id, episodes[path], path, render, crash, log_results.get(task_id))
+        _time_tool_calls(trajectory, log_results.get(task_id), log_base, problems)
+        trajectories.append(trajectory)
     if on_progress:
         on_progress(len(named), len(named))
 
