@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from core.ingest.records import StepRecord
@@ -171,8 +172,14 @@ def drop_images(text: str) -> tuple[str, int]:
 
 
 def _parse_args(raw: str) -> dict[str, Any] | None:
-    if len(raw) > _MAX_ARGS:
-        return None
+    """The call's arguments (a fresh dict: callers may keep it); None when not a dict literal."""
+    value = _literal_dict(raw) if len(raw) <= _MAX_ARGS else None
+    return dict(value) if value is not None else None
+
+
+@lru_cache(maxsize=4096)
+def _literal_dict(raw: str) -> dict[str, Any] | None:
+    # Cached: a session repeats its calls (screenshots, waits, scrolls) word for word.
     try:
         value = ast.literal_eval(raw)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -298,6 +305,11 @@ class CallTiming:
     start: int = field(default=0, repr=False)
 
 
+def is_timing_line(line: str) -> bool:
+    """A log line `read_call_timings` needs (a call, a result, a session starting); a cheap test."""
+    return "🔧 [+" in line or "s exec]" in line or " session" in line
+
+
 def read_call_timings(lines: Iterable[str]) -> list[CallTiming]:
     """Every tool call of a per-task log in order, with its think and execution time (results go to
     their calls as in the transcript; a call left unanswered when a new session starts keeps none)."""
@@ -310,7 +322,7 @@ def read_call_timings(lines: Iterable[str]) -> list[CallTiming]:
         body = entry.group(3)
         if call := _LOG_CALL.match(body):
             try:
-                at = datetime.strptime(f"{entry.group(1)}.{entry.group(2)}", "%Y-%m-%d %H:%M:%S.%f")
+                at = datetime.fromisoformat(f"{entry.group(1)}.{entry.group(2)}")
             except ValueError:  # an impossible date: no timings for this log
                 return []
             timing = CallTiming(call.group(2), at, float(call.group(1)), start=len(calls))

@@ -37,7 +37,9 @@ from core.ingest.records import Paradigm, RunMeta, StepRecord, TrajectoryRecord
 from core.ingest.tasks import ensure_tasks
 from core.ingest.tool_transcript import (
     TRANSCRIPT,
+    CallTiming,
     apply_timings,
+    is_timing_line,
     is_tool_transcript,
     read_call_timings,
     transcript_steps,
@@ -140,6 +142,8 @@ class LogResult:
     passed: bool
     log_path: str
     elapsed_s: float | None = None
+    # A tool-using agent's calls as a per-task log records them (issued at, think and execution time).
+    calls: list[CallTiming] = field(default_factory=list)
 
 
 @dataclass
@@ -330,8 +334,11 @@ def read_log_results(
                 problems.append(Problem(task_id=None, source_path=str(path), kind="refused_file",
                                         message=f"{path}: log refused: {exc.reason}"))  # fmt: skip
             continue
+        tool_lines: list[str] = []
         with handle:
             for line in handle:
+                if file_task is not None and is_timing_line(line):
+                    tool_lines.append(line)
                 if "[Config file]" in line:
                     config = _CONFIG_ID.search(line)
                     task = file_task if file_task is not None else _config_task(config)
@@ -352,6 +359,9 @@ def read_log_results(
                     model = _SESSION_MODEL.search(line)
                     if model:
                         models[model.group(1)] += 1
+        found = results.get(file_task) if file_task is not None else None
+        if tool_lines and found is not None and found.log_path == str(path):
+            found.calls = read_call_timings(tool_lines)
     return results, models
 
 
@@ -472,22 +482,13 @@ def _with_tool_calls(render: Render, harness: list[StepRecord]) -> list[StepReco
     return steps
 
 
-def _time_tool_calls(
-    trajectory: TrajectoryRecord, log: LogResult | None, root: Path, problems: list[Problem]
-) -> None:
+def _time_tool_calls(trajectory: TrajectoryRecord, log: LogResult | None, problems: list[Problem]) -> None:
     """Steps made from tool calls take their timings from the task's own log (`task_<id>_*.log`), which
     records when each call was issued and how long it thought and ran; a log whose calls differ from
     the transcript's sets none."""
-    if log is None or not _TASK_LOG_NAME.match(Path(log.log_path).name):
+    if log is None or not log.calls or not any(TRANSCRIPT in s.observations for s in trajectory.steps):
         return
-    if not any(TRANSCRIPT in s.observations for s in trajectory.steps):
-        return
-    try:
-        with safe_files.open_text(Path(log.log_path), "log", root=root) as handle:
-            timings = read_call_timings(handle)
-    except (InputError, OSError):  # read once already for its verdict: a refusal was recorded then
-        return
-    if not apply_timings(trajectory.steps, timings):
+    if not apply_timings(trajectory.steps, log.calls):
         problems.append(Problem(task_id=trajectory.task_id, source_path=log.log_path, kind="log_mismatch",
                                 message=f"{log.log_path}: its tool calls differ from the render's; steps untimed"))  # fmt: skip
 
@@ -571,8 +572,7 @@ def import_webarena_render(
             raise InputError(log_root, "no *.log or merge_log.txt files found")
     else:
         log_paths = find_logs(root)
-    log_base = log_root if logs is not None else root
-    log_results, log_models = read_log_results(log_paths, problems, log_base)
+    log_results, log_models = read_log_results(log_paths, problems, log_root if logs is not None else root)
 
     # Run metadata written next to the renders by run.py.
     folders = sorted({p.parent for _, p in named})
@@ -631,7 +631,7 @@ def import_webarena_render(
                                     message=f"{path}: step(s) {missing} have no parsed_action"))  # fmt: skip
         crash = crashes.get(path.parent, {}).get(task_id)
         trajectory = render_trajectory(task_id, episodes[path], path, render, crash, log_results.get(task_id))
-        _time_tool_calls(trajectory, log_results.get(task_id), log_base, problems)
+        _time_tool_calls(trajectory, log_results.get(task_id), problems)
         trajectories.append(trajectory)
     if on_progress:
         on_progress(len(named), len(named))

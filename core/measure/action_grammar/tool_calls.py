@@ -177,10 +177,11 @@ def announced_action(thought: str | None) -> str | None:
     fails, I'll ...") state a fallback and are skipped. None when no sentence announces one."""
     if not thought:
         return None
-    for sentence in reversed(_SENTENCE_END.split(thought.strip())):
-        text = sentence.strip(" -*#\t")
-        if text and _ANNOUNCES.search(text) and not _CONDITIONAL.match(text):
-            return text if len(text) <= 400 else text[:399] + "…"
+    for line in reversed(thought.strip().split("\n")):  # from the end: most thoughts end announcing
+        for sentence in reversed(_SENTENCE_END.split(line)):
+            text = sentence.strip(" -*#\t")
+            if text and _ANNOUNCES.search(text) and not _CONDITIONAL.match(text):
+                return text if len(text) <= 400 else text[:399] + "…"
     return None
 
 
