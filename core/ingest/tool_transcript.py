@@ -39,6 +39,7 @@ TRANSCRIPT = "transcript"  # the observation kind holding a step's part of the t
 _TOOL = "[tool] "
 _MARKERS = ("[tool] ", "[result] ", "[error] ", "[complete] ")
 _TOOL_NAME = re.compile(r"\[tool\] ([A-Za-z_][\w.-]*): ")
+_MARKER_LINE = re.compile(r"^\[(?:tool|result|error|complete)\] ", re.M)
 _IMAGE_START = "{'type': 'image'"
 # The block the GBOX harness writes for every screenshot, its bytes already removed (checked first).
 _IMAGE_BLOCK = "{'type': 'image', 'source': {'data': '<image_bytes_removed>', 'media_type': 'image/png', 'type': 'base64'}}"
@@ -204,8 +205,10 @@ def split_transcript(text: str) -> list[TranscriptCall]:
     prose_start = 0  # where the reasoning before the next call starts
     chunk_start = 0  # where the next step's raw text starts
     pos = 0
-    n = len(text)
-    while pos < n:
+    for marker in _MARKER_LINE.finditer(text):  # only marker lines need a look: prose is skipped whole
+        if marker.start() < pos:
+            continue  # inside the previous call's arguments or result
+        pos = marker.start()
         eol = _line_end(text, pos)
         if text.startswith(_TOOL, pos) and (name := _TOOL_NAME.match(text, pos)):
             args_at = name.end()
