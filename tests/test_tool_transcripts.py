@@ -248,6 +248,29 @@ def test_a_target_description_names_its_element(target, role, name):
     assert split_target(target) == (role, name)
 
 
+@pytest.mark.parametrize(
+    ("tool", "args", "verb", "field", "value"),
+    [
+        ("mcp__gbox-browser__hover", {"target": "Electronics menu item"}, "hover", "element_label", "Electronics"),
+        ("mcp__gbox-browser__scroll", {"direction": "Down", "distance": "medium"}, "scroll", "value", "medium"),
+        ("mcp__gbox-browser__switch_tab", {"tabId": "2"}, "tab_focus", "value", "2"),
+        ("mcp__gbox-browser__close_tab", {"tabId": "1"}, "close_tab", "value", None),
+        ("mcp__gbox-browser__drag", {"target": "map", "destination": "right side"}, "drag", "value", "right side"),
+        ("mcp__gbox-browser__navigate", {"url": "http://x/a"}, "goto", "target_url", "http://x/a"),
+        ("mcp__browser__go_back", {}, "go_back", "raw", "mcp__browser__go_back: {}"),
+        ("mcp__browser__select_option", {"target": "Size dropdown", "option": "XL"}, "select", "value", "XL"),
+        ("mcp__gbox-browser__click", {"target": "Row 3", "button": "right"}, "click", "element_label", "Row 3"),
+    ],
+)  # fmt: skip
+def test_each_browser_tool_has_its_verb_and_values(tool, args, verb, field, value):
+    call = parse_tool_call(tool, {"boxId": "b", **args})
+    assert (call.kind, call.action.verb, getattr(call.action, field)) == ("action", verb, value)
+    if args.get("direction"):
+        assert call.action.direction == "down"
+    if args.get("button") == "right":
+        assert call.readable.startswith("Right-click")
+
+
 def test_tool_calls_map_onto_the_canonical_verbs():
     box = {"boxId": "420081b1"}
     typed = parse_tool_call(
@@ -269,7 +292,17 @@ def test_tool_calls_map_onto_the_canonical_verbs():
     )
     answer = parse_tool_call("mcp__task-completion__complete_task", {"finalAnswer": "N/A"})
     assert (answer.action.verb, answer.action.answer) == ("answer", "N/A")
-    for tool in ("mcp__gbox-browser__screenshot", "mcp__gbox-browser__wait", "Bash", "TodoWrite", "Task"):
+    for tool in (
+        "mcp__gbox-browser__screenshot",
+        "mcp__gbox-browser__wait",
+        "mcp__gbox-browser__list_tabs",
+        "mcp__gbox-browser__start_browser_box",
+        "Bash",
+        "Read",
+        "Write",
+        "TodoWrite",
+        "Task",
+    ):
         assert parse_tool_call(tool, {}).kind == "observe"
     assert parse_tool_call("mcp__gbox-browser__teleport", box).action.verb == "unknown"
 
