@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from core.measure.action_grammar import ParsedAction, readable
@@ -111,7 +112,11 @@ def executed_text(tool: str, args: dict[str, Any] | None, raw_args: str = "") ->
     return f"{tool}: {_text(repr(kept), 20_000)}"
 
 
+@lru_cache(maxsize=100_000)
 def _executed_call(text: str | None) -> tuple[str, dict[str, Any]] | None:
+    """(tool, arguments) of a stored executed call. Cached: the judge reads each call's verb and its
+    target from the same text (`parse_executed`, `target_of`), so the arguments are only read, never
+    changed."""
     if not text:
         return None
     match = _EXECUTED.match(text.strip())
