@@ -7,7 +7,8 @@ tool call; baseline: the same renders parsed with `parse_render` only (the harne
 no write), so the ratio is what splitting and storing the calls costs.
 Ours, metrics: `run_metrics(..., make_judge("offline", use_embeddings=False))` (every pair collected,
 deduplicated, judged in one batch; metrics, alignments and alignment_steps written in one transaction),
-three runs (p50 and p95 of the three); baseline: the same metrics asking the judge pair by pair as
+three runs (p50 and p95 of the three; the first run is the one `trajreview metrics` pays, with the
+judge's parse caches cold, and is printed on its own line); baseline: the same metrics asking the judge pair by pair as
 each metric needs it, in memory (writes excluded, which favours the baseline).
 Target: the whole `trajreview metrics` run in <= 20 s (OpAgent's 9,858 steps have <= 10 s; babelcloud
 measures ~1.5x as many actions and asks ~1.4x as many pairs).
@@ -82,7 +83,9 @@ def main() -> None:
     print(f"{'import (split + write) s':<34}{import_s:>9.2f}{'':>8}{'':>8}{parse_s:>10.2f}{import_s / parse_s:>8.2f}{'':>9}")  # fmt: skip
     print(f"{'metrics, offline judge s':<34}{ours:>9.2f}{ours:>8.2f}{p95:>8.2f}{baseline:>10.2f}"
           f"{ours / baseline:>8.2f}{'≤ ' + str(TARGET_S):>9}")  # fmt: skip
-    print(f"target met: {p95 <= TARGET_S}")
+    print(f"{'  first run (caches cold) s':<34}{timings[0]:>9.2f}{'':>26}{timings[0] / baseline:>8.2f}"
+          f"{'≤ ' + str(TARGET_S):>9}")  # fmt: skip
+    print(f"target met: {max(p95, timings[0]) <= TARGET_S}")
 
 
 if __name__ == "__main__":
