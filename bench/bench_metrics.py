@@ -1,7 +1,7 @@
 """Offline trajectory metrics over every gold x agent pair of the real data, and at 652-task volume.
 
 Setup (not timed): a temporary database with the tasks, the paper's gold xlsx, the BrowserGym sample
-and the babelcloud render run (812 tasks; its renders hold ~1 step per task).
+and the babelcloud render run (812 tasks, its agent's tool calls as steps: see bench_transcript_metrics).
 Timed:
 1. `run_metrics` gold x babelcloud, offline judge, writes included (the real full-dataset command);
 2. gold x the BrowserGym sample (real pairs: the calibration data for the LLM share);

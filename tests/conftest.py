@@ -49,6 +49,28 @@ def repo_root() -> Path:
 
 
 @pytest.fixture(scope="session")
+def babelcloud_db(tasks_db: Path, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole babelcloud render run (812 tasks, its tool calls as steps) with the paper's human gold
+    and its metrics against that gold (offline judge, default preset), built once per session; copy it
+    before writing."""
+    import shutil
+
+    from core.ingest.gold import import_gold
+    from core.ingest.webarena_render import import_webarena_render
+    from core.measure.judge.cascade import make_judge
+    from core.measure.metrics_run import run_metrics
+
+    path = tmp_path_factory.mktemp("babelcloud") / "babelcloud.duckdb"
+    shutil.copy(tasks_db, path)
+    with Store(path) as store:
+        root = shared_data / "webarena-render" / "babelcloud__webarena" / "gbox" / "trajectories"
+        import_webarena_render(store, root, "babelcloud")
+        import_gold(store, shared_data / "human-gold" / "Golden Human Trajectories.xlsx", "gold")
+        run_metrics(store, "babelcloud", "gold", make_judge("offline", store, use_embeddings=False))
+    return path
+
+
+@pytest.fixture(scope="session")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo database (every real source the demo imports, metrics included), built once per session;
     copy it before writing."""

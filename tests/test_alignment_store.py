@@ -168,8 +168,8 @@ def _measured_tasks(store: Store, run: str, answer_only: bool) -> list[int]:
 
 def test_stored_view_equals_the_old_replay_on_real_runs(demo):
     compared = marked = checked_pairs = other_alternatives = 0
-    # (The babelcloud renders are answer-only: see the next tests.)
-    for run, limit in (("agentlab-sample", None), ("opagent", 160)):
+    # (babelcloud's answer-only renders: see test_answer_only_attempts_are_not_judged.)
+    for run, limit in (("agentlab-sample", None), ("opagent", 160), ("webarena-render-babelcloud", 40)):
         tasks = _measured_tasks(demo, run, answer_only=False)
         assert tasks, run
         several = {t for (t,) in demo.query(
@@ -220,9 +220,10 @@ def test_every_alternative_of_every_measured_step_is_stored(demo):
 
 
 def test_answer_only_attempts_are_not_judged(demo):
+    # babelcloud's renders whose session made no call that acts on the page, with gold.
     tasks = _measured_tasks(demo, "webarena-render-babelcloud", answer_only=True)
-    assert len(tasks) > 100
-    for task_id in tasks[:40]:
+    assert len(tasks) >= 10
+    for task_id in tasks:
         view = qa.alignment_view(demo, "webarena-render-babelcloud", task_id, GOLD)
         assert view.computed and view.answer_only and view.pairs == []
         assert all(r.marks in ([], ["missed gold"]) and r.verdict is None for r in view.rows)

@@ -237,7 +237,7 @@ def test_same_numbers_in_labels_still_match():
 # -- grammar actions are parsed by core.measure.action_grammar; the judge maps canonical verbs to classes ----
 def test_every_canonical_verb_has_a_class():
     from core.measure.action_grammar import VERBS
-    from core.measure.judge.rules import VERB_CLASS
+    from core.measure.judge.english import VERB_CLASS
 
     assert set(VERB_CLASS) == set(VERBS)
 

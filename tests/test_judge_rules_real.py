@@ -2,8 +2,9 @@
 decisions computed here, so a change that alters a verdict shows up as a broken property.
 
 1. Two readings of one action. Every step of the real runs is stored twice: `executed_action`
-   (BrowserGym or WebArena grammar, parsed by core.measure.action_grammar) and `readable` (the sentence the
-   metrics compare, parsed as English by the judge). The two readings must not disagree.
+   (BrowserGym or WebArena grammar, or a tool-using agent's call, parsed by core.measure.action_grammar)
+   and `readable` (the sentence the metrics compare, parsed as English by the judge). The two readings
+   must not disagree on the steps the metrics see (observe-only calls are none of them).
 2. Properties of the real gold × agent pairs the metrics ask: symmetric, unchanged by whitespace the
    normaliser folds, every gold step equivalent to itself, and another number in a label or value is
    another step (the paper's rule 2).
@@ -22,6 +23,7 @@ from core.measure.judge.rules import (
     decide_repeat,
     decide_steps,
     parse_browsergym,
+    parse_tool,
     parse_webarena,
 )
 from core.measure.judge.values import as_date, as_number, label_numbers
@@ -53,12 +55,12 @@ def real_steps(tmp_path_factory: pytest.TempPathFactory, shared_data: Path):
         import_agentlab(store, shared_data / "browsergym-run", "agentlab")
         for i, folder in enumerate(RENDER_RUNS):
             import_webarena_render(store, shared_data / "webarena-render" / folder, f"render-{i}")
-        # OpAgent's readable sentences: babelcloud's attempts hold only their answer, so no gold pair is
-        # asked there any more; the multi-step OpAgent run is where real gold x agent pairs come from.
+        # OpAgent's readable sentences: more real gold x agent pairs (its executed actions are OpAgent's
+        # call form, so they are not read twice like the others).
         import_opagent(store, shared_data / "oagent-run", "opagent")
         steps = store.query(
             """SELECT run, task_id, episode, executed_action, readable, element_id FROM steps
-               WHERE executed_action IS NOT NULL AND readable IS NOT NULL AND run <> 'opagent'
+               WHERE executed_action IS NOT NULL AND readable IS NOT NULL AND run <> 'opagent' AND kind = 'action'
                ORDER BY run, task_id, episode, idx"""
         )
         gold: dict[int, set[str]] = {}
@@ -75,7 +77,7 @@ def real_steps(tmp_path_factory: pytest.TempPathFactory, shared_data: Path):
 
 
 def _in_grammar(action: str) -> bool:
-    return (parse_browsergym(action) or parse_webarena(action)) is not None
+    return (parse_browsergym(action) or parse_webarena(action) or parse_tool(action)) is not None
 
 
 def test_rendered_actions_read_like_their_sentences(real_steps):

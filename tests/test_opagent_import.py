@@ -218,3 +218,73 @@ def test_cli_imports_and_prints_agreement(tmp_path: Path, oagent_root: Path, tas
     out = run_cli("import", "opagent", str(root), "--run", "op", db=db, check=True).stdout
     assert "run op: 4 tasks" in out and "agreement with the run's own verdict (opagent-score)" in out
     assert "run passes, offline fails: tasks 386" in out and "run fails, offline passes: tasks 342" in out
+
+
+def _actions(oagent_root: Path) -> dict[int, int]:
+    return {
+        int(p.stem): sum(1 for x in json.loads(p.read_text(encoding="utf-8")) if x.get("type") == "action")
+        for p in (oagent_root / "final_results").glob("*.json")
+    }
+
+
+def test_endings_say_when_the_cap_stopped_the_agent_or_it_declared_failure(
+    opagent_store: Store, oagent_root: Path
+):
+    rows = {
+        r["task_id"]: r
+        for r in opagent_store.query_dicts(
+            "SELECT task_id, termination, termination_detail, final_answer FROM trajectories WHERE run = 'opagent'"
+        )
+    }
+    actions = _actions(oagent_root)
+    # OpAgent's cap is exactly 70 actions: no file has more, and every file that reached it is truncated.
+    assert max(actions.values()) == 70
+    capped = {t for t, n in actions.items() if n == 70}
+    assert {t for t, r in rows.items() if r["termination"] == "truncated"} == capped and len(capped) == 21
+    assert all(
+        rows[t]["termination_detail"].startswith("stopped at OpAgent's cap of 70 actions") for t in capped
+    )
+    # The summary answer written after the cap is kept (it is what OpAgent's scorer read).
+    assert rows[346]["final_answer"] == "0" and rows[148]["final_answer"].startswith("I could not find")
+    # Self-declared failure: the detail quotes the answer's sentence.
+    gave_up = {t for t, r in rows.items() if r["termination"] == "early_stop"}
+    assert len(gave_up) == 37
+    for t in gave_up:
+        sentence = rows[t]["termination_detail"].removeprefix("the answer says the agent failed: ")
+        assert " ".join(rows[t]["final_answer"].split()).find(sentence.rstrip("…")) >= 0
+    assert rows[64]["termination_detail"] == (
+        "the answer says the agent failed: Unable to determine (No records found due to invalid date range in report)"
+    )
+    # A colleague's hand labels of failed tasks (notes/labels/opagent.csv): every `step_limit` task is
+    # truncated, and the `gave_up` tasks whose answer says so are early stops; answers that only report
+    # an absence ("No products found", 184; "No opened issues found.", 340) are answers, not failures.
+    assert {148, 335, 336, 550, 656, 759} <= capped
+    assert {64, 398, 532, 586, 695} <= gave_up
+    assert rows[184]["termination"] == rows[340]["termination"] == "answered"
+    counts = dict(
+        opagent_store.query("SELECT termination, count(*) FROM trajectories WHERE run = 'opagent' GROUP BY 1")
+    )
+    assert counts == {"answered": 742, "early_stop": 37, "truncated": 21, "none": 9}
+
+
+def test_typing_names_the_field_not_the_typed_text(opagent_store: Store):
+    """OpAgent's planner quotes the typed text first ("Type "MIT" into the "Filter" input box"): the element
+    is the next quoted name, never the text itself, nor what the field already shows."""
+    typed = opagent_store.query_dicts(
+        "SELECT task_id, idx, value, element_label, readable FROM steps WHERE run = 'opagent' AND verb = 'type'"
+    )
+    assert len(typed) == 1809
+    assert not [
+        r
+        for r in typed
+        if r["element_label"] and r["element_label"].casefold() == (r["value"] or "").casefold()
+    ]
+    assert sum(1 for r in typed if r["element_label"]) >= 1200  # most instructions quote the field's name
+    by_task = {(r["task_id"], r["value"]): r for r in typed}
+    assert by_task[(736, "MIT")]["element_label"] == "Filter"
+    assert by_task[(736, "MIT")]["readable"].startswith("Type 'MIT' into 'Filter' at (993, 245);")
+    # "into the search box (currently containing 'Aeno capri')": the field has no quoted name.
+    aeno = by_task[(505, "Aeno")]
+    assert aeno["element_label"] is None and aeno["readable"].startswith(
+        "Type 'Aeno' at (343, 361) and press Enter;"
+    )

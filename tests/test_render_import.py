@@ -117,6 +117,28 @@ def test_terminations_follow_the_readme(render_store, run, task_id, termination,
         assert t["termination_detail"] == "Failed to parse actions for 3 times"
 
 
+def test_renders_without_tool_transcripts_keep_one_step_per_rendered_step(
+    render_store: Store, render_root: Path
+):
+    """Only babelcloud's outputs are tool-using sessions; every other render's steps are its rendered
+    steps, one each, as before tool transcripts were split."""
+    for folder in sorted(p for p in render_root.iterdir() if p.is_dir() and p.name != BABELCLOUD):
+        rendered = {}
+        for path in folder.rglob("render_*.html"):
+            render = parse_render(path.read_text(encoding="utf-8", errors="replace"))
+            rendered[int(path.stem.removeprefix("render_"))] = [s.parsed_action or None for s in render.steps]
+        stored: dict[int, list] = {}
+        for task_id, executed, kind in render_store.query(
+            "SELECT task_id, executed_action, kind FROM steps WHERE run = ? ORDER BY task_id, idx",
+            [folder.name],
+        ):
+            assert kind == "action"
+            stored.setdefault(task_id, []).append(executed)
+        assert stored == {t: steps for t, steps in rendered.items() if steps}, folder.name
+    kinds = render_store.query("SELECT DISTINCT kind FROM observations WHERE run <> ?", [BABELCLOUD])
+    assert "transcript" not in {k for (k,) in kinds}
+
+
 def test_crash_detail_comes_from_error_txt(render_store: Store, render_root: Path):
     detail = _trajectory(render_store, "HuiyuanYan__webarena", 9)["termination_detail"]
     error_txt = (render_root / "HuiyuanYan__webarena" / "results" / "error.txt").read_text(encoding="utf-8")

@@ -48,7 +48,8 @@ def _print(report: dict[str, Any]) -> None:
             f" (1 of {report['attempts']})" if report["attempts"] > 1 else ""
         )
         ui.print_table(title, ["#", "action", "error", "url"],
-                       [(s["idx"], s["readable"], clip(s["error"], 120) if s["error"] else None, s["url"])
+                       [(s["idx"], ("observe: " if s["kind"] == "observe" else "") + (s["readable"] or ""),
+                         clip(s["error"], 120) if s["error"] else None, s["url"])
                         for s in report["steps"]])  # fmt: skip
     else:
         say("steps: none recorded for this task in this run")

@@ -41,7 +41,9 @@ def import_webarena_render_cmd(
             on_progress=progress,
         )
     ui.console.print(
-        f"run {s.run}: {s.n_tasks} tasks, {s.n_steps} steps from {s.n_files} render files; "
+        f"run {s.run}: {s.n_tasks} tasks, {s.n_steps} steps"
+        + (f" ({s.n_observe} observe-only tool calls)" if s.n_observe else "")
+        + f" from {s.n_files} render files; "
         f"logs: {s.n_pass} PASS, {s.n_fail} FAIL ({s.log_files} log files), {s.n_without_log} tasks without a result"
     )
     ui.print_table("terminations", ["termination", "tasks"], sorted(s.terminations.items()))

@@ -242,12 +242,13 @@ def restore(
 
 
 def draft_from_trajectory(store: Store, run: str, task_id: int, episode: str) -> list[str]:
-    """The readable executed steps of an episode, in order: a starting point for a gold to edit."""
+    """The readable executed actions of an episode, in order: a starting point for a gold to edit
+    (observe-only calls such as screenshots are no gold steps)."""
     from core.measure.metrics_run import step_text
 
     rows = store.query_dicts(
         "SELECT * FROM steps WHERE run = ? AND task_id = ? AND episode = ? AND executed_action IS NOT NULL"
-        " ORDER BY idx",
+        " AND coalesce(kind, 'action') = 'action' ORDER BY idx",
         [run, task_id, episode],
     )
     return [text for text in (normalise_text(step_text(r)) for r in rows) if text]

@@ -42,7 +42,8 @@ def _wav_demo(store: Store) -> str:
 
 
 def _webarena_render_babelcloud(store: Store) -> str:
-    # The whole real 812-task babelcloud run, PASS/FAIL from its per-task logs.
+    # The whole real 812-task babelcloud run, PASS/FAIL from its per-task logs; its agent's session
+    # transcripts become one step per tool call.
     from core.ingest.webarena_render import import_webarena_render
     from core.paths import shared_data_dir
 
@@ -50,7 +51,10 @@ def _webarena_render_babelcloud(store: Store) -> str:
     s = import_webarena_render(
         store, folder, "webarena-render-babelcloud", agent="GBOX", paradigm="step_by_step"
     )
-    return f"webarena-render-babelcloud: {s.n_tasks} tasks, {s.n_pass} PASS / {s.n_fail} FAIL"
+    return (
+        f"webarena-render-babelcloud: {s.n_tasks} tasks, {s.n_steps} steps (its agent's tool calls, "
+        f"{s.n_observe} observe-only), {s.n_pass} PASS / {s.n_fail} FAIL"
+    )
 
 
 def _paper_gold(store: Store) -> str:

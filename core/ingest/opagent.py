@@ -12,6 +12,10 @@ config the run was scored with, and the score. Mapping onto the step model:
   shows its target, a click its result), so step n's url is step n-1's `page_url` (the config's
   `start_url` for the first) and the last `page_url` is the trajectory's `final_url`;
 - error = `error_msg`; final answer = the text inside `<answer>…</answer>` of the generated answer;
+- ending: `truncated` when the run reached OpAgent's cap of 70 actions (its summary answer is kept),
+  `early_stop` when the answer says the agent failed ("The task was not completed…", "the agent was
+  unable to…", "Unable to determine…"; the sentence is the detail), `na_answer` for N/A, else `answered`
+  (`none` without an answer);
 - the file's score is the run's own verdict (`evaluations` source `opagent-score`).
 Files with no action or no answer are trajectories; a malformed file is a recorded problem of its task.
 Screenshots are found as `.png` or `.jpg` and never outside the run directory. Hosts are kept as
@@ -61,6 +65,49 @@ class OpAgentImportSummary:
     n_screenshots: int = 0
     terminations: Counter = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
+
+
+# OpAgent stops a task at this many actions (`max_steps` of its harness) and then asks for a summary answer.
+MAX_ACTIONS = 70
+# An answer in which the agent says it failed ("The task was not completed. The agent …", "I was unable to
+# draft …", "Unable to determine …"): the agent gave up, whatever text it then wrote.
+_DECLARED_FAILURE = re.compile(
+    r"(?i)^\s*unable to\b"
+    r"|\bthe task (?:was not|wasn't|could not be|cannot be|has not been|is not) (?:successfully |fully )?"
+    r"(?:completed|finished|accomplished)\b"
+    r"|\bthe task (?:failed|is incomplete|remains incomplete)\b"
+    r"|\b(?:I|the agent) (?:failed|was unable|am unable|is unable|could not|couldn't|cannot|can't|did not manage)\b"
+)
+
+
+def declared_failure(answer: str | None) -> str | None:
+    """The sentence of an answer in which the agent says it failed, or None."""
+    if not answer:
+        return None
+    match = _DECLARED_FAILURE.search(answer)
+    if match is None:
+        return None
+    start = answer.rfind(". ", 0, match.start())
+    start = 0 if start < 0 else start + 2
+    end = answer.find(". ", match.end())
+    sentence = " ".join(answer[start : end + 1 if end >= 0 else len(answer)].split())
+    return sentence if len(sentence) <= 300 else sentence[:299] + "…"
+
+
+def ending(n_actions: int, answer: str | None, has_generated: bool) -> tuple[str, str | None]:
+    """(termination, detail): `truncated` at OpAgent's 70-action cap, `early_stop` when the answer says the
+    agent failed, `na_answer` for N/A, `answered`, or `none` without an answer."""
+    failed = declared_failure(answer)
+    if n_actions >= MAX_ACTIONS:
+        detail = f"stopped at OpAgent's cap of {MAX_ACTIONS} actions"
+        return "truncated", detail + (f"; the answer says it failed: {failed}" if failed else "")
+    if answer is None:
+        return "none", ("no generated answer" if not has_generated else "no <answer> tag")
+    if failed:
+        return "early_stop", f"the answer says the agent failed: {failed}"
+    if is_na_answer(answer):
+        return "na_answer", None
+    return "answered", None
 
 
 # -- one file --------------------------------------------------------------------------------------
@@ -216,12 +263,7 @@ def read_task_file(path: Path, root: Path, task_id: int) -> tuple[TrajectoryReco
     answer = extract_answer(generated.get("generated_final_answer")) if generated else None
     if answer is not None and len(answer) > _MAX_TEXT:
         problem("long_text", f"final answer of {len(answer):,} characters clipped to {_MAX_TEXT:,}")
-    if answer is None:
-        termination, detail = "none", ("no generated answer" if generated is None else "no <answer> tag")
-    elif is_na_answer(answer):
-        termination, detail = "na_answer", None
-    else:
-        termination, detail = "answered", None
+    termination, detail = ending(len(steps), answer, generated is not None)
     score = score_item.get("score") if score_item else None
     if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
         problem("bad_score", f"score {str(score)[:50]!r} is not a number; the task has no verdict")

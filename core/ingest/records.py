@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from core.measure.action_grammar import ParsedAction
+from core.measure.action_grammar.tool_calls import StepKind
 
 Paradigm = Literal["step_by_step", "tree_search", "full_plan", "human", "unknown"]
 Termination = Literal["answered", "na_answer", "early_stop", "truncated", "error", "interrupted", "none"]
@@ -45,10 +46,16 @@ class StepRecord(BaseModel):
     action: ParsedAction | None = None
     readable: str | None = Field(default=None, description="one readable sentence of what was done")
     error: str | None = None
+    kind: StepKind = Field(
+        default="action", description="`observe`: a tool call that only looks (screenshot, tab list, wait)"
+    )
+    outcome: str | None = Field(default=None, description="what the tool returned, screenshots dropped")
+    outcome_image: bool | None = Field(default=None, description="the tool's result carried a screenshot")
     started_at: Any = None
     elapsed_s: float | None = None
     screenshot_path: str | None = None
-    # Large texts, stored in `observations` and loaded on demand: {"axtree": ..., "html": ...}.
+    # Large texts, stored in `observations` and loaded on demand: {"axtree": ..., "html": ...,
+    # "transcript": the step's part of a tool-using agent's session text}.
     observations: dict[str, str] = Field(default_factory=dict)
 
 
@@ -78,7 +85,8 @@ class TrajectoryRecord(BaseModel):
 
     @property
     def n_steps(self) -> int:
-        return sum(1 for s in self.steps if s.executed_action)
+        """Executed actions; observe-only calls (screenshots, waits) are not counted."""
+        return sum(1 for s in self.steps if s.executed_action and s.kind == "action")
 
     @property
     def answer_only(self) -> bool:

@@ -35,6 +35,15 @@ from core.files import safe_files
 from core.files.safe_files import task_id_ok
 from core.ingest.records import Paradigm, RunMeta, StepRecord, TrajectoryRecord
 from core.ingest.tasks import ensure_tasks
+from core.ingest.tool_transcript import (
+    TRANSCRIPT,
+    CallTiming,
+    apply_timings,
+    is_timing_line,
+    is_tool_transcript,
+    read_call_timings,
+    transcript_steps,
+)
 from core.ingest.writer import import_run
 from core.measure.action_grammar import ParsedAction, is_na_answer
 from core.measure.action_grammar.webarena import (
@@ -133,6 +142,8 @@ class LogResult:
     passed: bool
     log_path: str
     elapsed_s: float | None = None
+    # A tool-using agent's calls as a per-task log records them (issued at, think and execution time).
+    calls: list[CallTiming] = field(default_factory=list)
 
 
 @dataclass
@@ -141,6 +152,7 @@ class RenderImportSummary:
     n_files: int = 0
     n_tasks: int = 0
     n_steps: int = 0
+    n_observe: int = 0  # steps of kind observe (a tool-using agent's screenshots, waits, ...)
     n_pass: int = 0
     n_fail: int = 0
     n_without_log: int = 0
@@ -322,8 +334,11 @@ def read_log_results(
                 problems.append(Problem(task_id=None, source_path=str(path), kind="refused_file",
                                         message=f"{path}: log refused: {exc.reason}"))  # fmt: skip
             continue
+        tool_lines: list[str] = []
         with handle:
             for line in handle:
+                if file_task is not None and is_timing_line(line):
+                    tool_lines.append(line)
                 if "[Config file]" in line:
                     config = _CONFIG_ID.search(line)
                     task = file_task if file_task is not None else _config_task(config)
@@ -344,6 +359,9 @@ def read_log_results(
                     model = _SESSION_MODEL.search(line)
                     if model:
                         models[model.group(1)] += 1
+        found = results.get(file_task) if file_task is not None else None
+        if tool_lines and found is not None and found.log_path == str(path):
+            found.calls = read_call_timings(tool_lines)
     return results, models
 
 
@@ -442,14 +460,48 @@ def _termination(steps: list[StepRecord], crash: str | None) -> tuple[str, str |
     return "answered", None, answer
 
 
+def _with_tool_calls(render: Render, harness: list[StepRecord]) -> list[StepRecord]:
+    """The harness's steps, each render step whose output is a tool-using agent's session replaced by one
+    step per tool call (core.ingest.tool_transcript); the harness's own stop stays as the last step
+    when the session has no answer call. Other renders come back unchanged."""
+    if not any(is_tool_transcript(s.raw_output) for s in render.steps):
+        return harness
+    steps: list[StepRecord] = []
+    for step, record in zip(render.steps, harness, strict=True):
+        if not is_tool_transcript(step.raw_output):
+            steps.append(record.model_copy(update={"idx": len(steps)}))
+            continue
+        calls = transcript_steps(step.raw_output or "", len(steps), step.url)
+        if calls and step.observation:
+            calls[0].observations["axtree"] = step.observation
+        steps += calls
+        answered = any(c.action and c.action.verb == "answer" for c in calls)
+        if record.action is not None and record.action.verb == "answer" and not answered:
+            steps.append(record.model_copy(update={"idx": len(steps), "thought": None, "stated_action": None,
+                                                   "url": None, "observations": {}}))  # fmt: skip
+    return steps
+
+
+def _time_tool_calls(trajectory: TrajectoryRecord, log: LogResult | None, problems: list[Problem]) -> None:
+    """Steps made from tool calls take their timings from the task's own log (`task_<id>_*.log`), which
+    records when each call was issued and how long it thought and ran; a log whose calls differ from
+    the transcript's sets none."""
+    if log is None or not log.calls or not any(TRANSCRIPT in s.observations for s in trajectory.steps):
+        return
+    if not apply_timings(trajectory.steps, log.calls):
+        problems.append(Problem(task_id=trajectory.task_id, source_path=log.log_path, kind="log_mismatch",
+                                message=f"{log.log_path}: its tool calls differ from the render's; steps untimed"))  # fmt: skip
+
+
 def render_trajectory(
     task_id: int, episode: str, path: Path, render: Render, crash: str | None, log: LogResult | None
 ) -> TrajectoryRecord:
-    steps = [
+    harness = [
         _step_record(i, s, render.steps[i + 1] if i + 1 < len(render.steps) else None)
         for i, s in enumerate(render.steps)
     ]
-    termination, detail, answer = _termination(steps, crash)
+    termination, detail, answer = _termination(harness, crash)
+    steps = _with_tool_calls(render, harness)
     intent = render.header.get("intent")
     return TrajectoryRecord(
         task_id=task_id,
@@ -578,9 +630,9 @@ def import_webarena_render(
             problems.append(Problem(task_id=task_id, source_path=str(path), kind="damaged_step",
                                     message=f"{path}: step(s) {missing} have no parsed_action"))  # fmt: skip
         crash = crashes.get(path.parent, {}).get(task_id)
-        trajectories.append(
-            render_trajectory(task_id, episodes[path], path, render, crash, log_results.get(task_id))
-        )
+        trajectory = render_trajectory(task_id, episodes[path], path, render, crash, log_results.get(task_id))
+        _time_tool_calls(trajectory, log_results.get(task_id), problems)
+        trajectories.append(trajectory)
     if on_progress:
         on_progress(len(named), len(named))
 
@@ -611,6 +663,7 @@ def import_webarena_render(
 
     summary.n_tasks = len(rendered)
     summary.n_steps = sum(len(t.steps) for t in trajectories)
+    summary.n_observe = sum(s.kind == "observe" for t in trajectories for s in t.steps)
     summary.n_pass = sum(1 for r in log_results.values() if r.passed)
     summary.n_fail = sum(1 for r in log_results.values() if not r.passed)
     summary.n_without_log = len(rendered - set(log_results))

@@ -75,7 +75,8 @@ def write_trajectories(
                     "element_label": a.element_label if a else None, "value": a.value if a else None,
                     "key": a.key if a else None, "direction": a.direction if a else None,
                     "target_url": a.target_url if a else None, "answer": a.answer if a else None,
-                    "readable": s.readable, "error": s.error, "started_at": s.started_at,
+                    "readable": s.readable, "error": s.error, "kind": s.kind, "outcome": s.outcome,
+                    "outcome_image": s.outcome_image, "started_at": s.started_at,
                     "elapsed_s": s.elapsed_s, "screenshot_path": s.screenshot_path,
                 }
             )  # fmt: skip

@@ -174,7 +174,7 @@ def load_task_inputs(
     for row in store.query_dicts(
         """SELECT s.* FROM steps s JOIN trajectories t
              ON t.run = s.run AND t.task_id = s.task_id AND t.episode = s.episode AND t.is_answer
-           WHERE s.run = $run AND s.executed_action IS NOT NULL"""
+           WHERE s.run = $run AND s.executed_action IS NOT NULL AND coalesce(s.kind, 'action') = 'action'"""
         + only("s")
         + " ORDER BY s.task_id, s.idx",
         params,

@@ -23,6 +23,8 @@ from core.values import is_missing, or_none
 SCREENSHOT_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif"})
 SCREENSHOT_MAX_BYTES = 20 << 20  # a real step screenshot is well under 1 MB
 OBSERVATION_KINDS = ("axtree", "html", "chat")
+# A tool call's part of its agent's session text: shown behind the Steps tab's raw-text toggle.
+RAW_TEXT_KIND = "transcript"
 
 
 def _json(value: Any) -> Any:
@@ -212,12 +214,13 @@ def episodes(store: Store, run: str, task_id: int) -> list[dict[str, Any]]:
 
 
 def steps(store: Store, run: str, task_id: int, episode: str) -> pd.DataFrame:
-    """The attempt's steps without their large observations (flags say which ones exist)."""
+    """The attempt's steps without their large observations (flags say which ones exist); `kind` says
+    whether a step acts on the page or only observes it (a tool-using agent's screenshots and waits)."""
     return store.query_df(
         """
         SELECT s.idx, s.url, s.thought, s.stated_action, s.executed_action, s.readable, s.error,
                s.verb, s.element_id, s.element_label, s.value, s.started_at, s.elapsed_s,
-               s.screenshot_path,
+               s.screenshot_path, coalesce(s.kind, 'action') AS kind, s.outcome, s.outcome_image,
                coalesce(list(o.kind ORDER BY o.kind) FILTER (WHERE o.kind IS NOT NULL), []) AS observations
         FROM steps s
         LEFT JOIN observations o
@@ -230,7 +233,8 @@ def steps(store: Store, run: str, task_id: int, episode: str) -> pd.DataFrame:
 
 
 def observation(store: Store, run: str, task_id: int, episode: str, idx: int, kind: str) -> str | None:
-    """One large text of one step (AXTree, HTML or the LLM chat), loaded only when opened."""
+    """One large text of one step (AXTree, HTML, the LLM chat, a tool call's transcript), loaded only when
+    opened."""
     rows = store.query(
         "SELECT content FROM observations WHERE run = ? AND task_id = ? AND episode = ? AND idx = ? AND kind = ?",
         [run, task_id, episode, idx, kind],
@@ -354,8 +358,8 @@ def task_report(store: Store, run: str, task_id: int, gold_set: str | None = Non
         "problems": [p.model_dump() for p in header.problems],
         "episode": episode, "attempts": len(attempts),
         "steps": [
-            {"idx": int(r.idx), "url": r.url, "readable": r.readable or r.executed_action, "stated": r.stated_action,
-             "error": r.error if isinstance(r.error, str) else None}
+            {"idx": int(r.idx), "kind": r.kind, "url": r.url, "readable": r.readable or r.executed_action,
+             "stated": r.stated_action, "error": r.error if isinstance(r.error, str) else None}
             for r in step_rows.itertuples(index=False)
         ],
         "evaluators": [

@@ -1,5 +1,6 @@
 """The Steps tab: a filmstrip of the visible steps' screenshots, then the chosen step in full. Large
-observations (AXTree, HTML, LLM chat) load only when the reviewer asks for one."""
+observations (AXTree, HTML, LLM chat, a tool call's raw transcript text) load only when the reviewer
+asks for one. Observe-only steps (a tool-using agent's screenshots and waits) are marked as such."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ FILMSTRIP = 6  # screenshots loaded around the current step; the others are neve
 THUMB_WIDTH = 400
 STEP_WIDTH = 800
 OBSERVATION_LABELS = {"axtree": "AXTree", "html": "HTML", "chat": "LLM chat"}
+OBSERVE_NOTE = (
+    "Observe-only call (a screenshot, a tab list, a wait, or one of the agent's own tools): shown here, "
+    "not counted in the step metrics."
+)
 
 
 def _set_step(value: int) -> None:
@@ -30,6 +35,17 @@ def _text_block(label: str, text: Any) -> None:
         return
     st.caption(label)
     st.text(str(text))
+
+
+def _outcome(row: pd.Series) -> None:
+    """What the tool returned; a screenshot it carried is named, not stored."""
+    text = "" if is_missing(row["outcome"]) else str(row["outcome"])
+    image = not is_missing(row["outcome_image"]) and bool(row["outcome_image"])
+    if text or image:
+        _text_block(
+            "Outcome",
+            text + ("\n" if text and image else "") + ("[a screenshot, not stored]" if image else ""),
+        )
 
 
 def _filmstrip(steps: pd.DataFrame, current: int) -> None:
@@ -65,6 +81,7 @@ def render(run: str, task_id: int, episode: str | None) -> None:
         st.info("This attempt has no steps: it ended before its first action.")
         return
     idxs = [int(i) for i in steps["idx"]]
+    observe = {int(i) for i, kind in zip(steps["idx"], steps["kind"], strict=True) if kind == "observe"}
     nav = st.columns([1, 1, 6])
     pos_of = {v: i for i, v in enumerate(idxs)}
     current_now = state.int_param("step")
@@ -76,7 +93,7 @@ def render(run: str, task_id: int, episode: str | None) -> None:
     with nav[2]:
         current = state.url_select_slider(
             st, "Step", idxs, "step", label_visibility="collapsed",
-            format_func=lambda v: f"step {v} ({pos_of[v] + 1} of {len(idxs)})",
+            format_func=lambda v: f"step {v} ({pos_of[v] + 1} of {len(idxs)})" + (" · observe" if v in observe else ""),
         )  # fmt: skip
     if steps["screenshot_path"].notna().any():
         _filmstrip(steps, current)
@@ -84,7 +101,9 @@ def render(run: str, task_id: int, episode: str | None) -> None:
         st.caption("This run recorded no screenshots for this attempt.")
 
     row = steps[steps["idx"] == current].iloc[0]
-    st.markdown(f"#### Step {current}")
+    st.markdown(f"#### Step {current}" + (" · :gray-badge[observe]" if current in observe else ""))
+    if current in observe:
+        st.caption(OBSERVE_NOTE)
     labels_panel.render("step", run, task_id, episode=episode, step_idx=int(current), what="step")
     if isinstance(row["url"], str) and row["url"]:
         st.caption("Page")
@@ -95,6 +114,7 @@ def render(run: str, task_id: int, episode: str | None) -> None:
         _text_block("Stated action", row["stated_action"])
         _text_block("Executed action", row["executed_action"])
         _text_block("In words", row["readable"])
+        _outcome(row)
         if isinstance(row["error"], str) and row["error"]:
             st.error(escape_md(row["error"], limit=None), icon=":material/error:")
         if pd.notna(row["elapsed_s"]):
@@ -105,6 +125,12 @@ def render(run: str, task_id: int, episode: str | None) -> None:
             st.image(image, caption=f"step {current}", width="stretch")
         elif isinstance(row["screenshot_path"], str) and row["screenshot_path"]:
             st.caption("Screenshot file not found or not an image.")
+    if q.RAW_TEXT_KIND in list(row["observations"]) and state.url_toggle(
+        st, "Raw text", "raw", help="This step's part of the agent's session text, as recorded."
+    ):
+        raw = read(q.observation, run, task_id, episode, current, q.RAW_TEXT_KIND)
+        if raw is not None:
+            st.code(raw, language=None, wrap_lines=True, height=400)
     kinds = [k for k in q.OBSERVATION_KINDS if k in list(row["observations"])]
     if kinds:
         shown = st.segmented_control(
@@ -117,4 +143,4 @@ def render(run: str, task_id: int, episode: str | None) -> None:
                 st.code(content, language=None, wrap_lines=True, height=500)
 
     with st.expander(f"All {len(idxs)} steps", expanded=False):
-        st.dataframe(steps[["idx", "readable", "error", "url"]], hide_index=True, width="stretch")
+        st.dataframe(steps[["idx", "kind", "readable", "error", "url"]], hide_index=True, width="stretch")

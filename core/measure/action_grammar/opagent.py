@@ -47,6 +47,28 @@ def _quoted(value: str | None) -> str:
     return f"'{value or ''}'"
 
 
+# Words before a quoted text that say it is what an element shows, not its name.
+_SHOWN = re.compile(
+    r"(?i)\b(?:contain(?:s|ing)?|show(?:s|ing)?|display(?:s|ing)?|currently|like|reads?|says?)\s*$"
+)
+
+
+def element_named(instruction: str | None, typed: Any = None) -> str | None:
+    """The first quoted name in an instruction that is neither the `typed` text (or option) nor text an
+    element is said to show ("the search box (currently containing 'Aeno capri')"); None if there is none."""
+    if not instruction:
+        return None
+    value = " ".join(str(typed).split()).casefold() if typed is not None else None
+    for match in _FIRST_QUOTED.finditer(instruction):
+        name = match.group(2).strip()
+        if not name or (value is not None and " ".join(name.split()).casefold() == value):
+            continue
+        if _SHOWN.search(instruction[: match.start()]):
+            continue
+        return name
+    return None
+
+
 def coords_of(params: dict[str, Any]) -> tuple[int, int] | None:
     """Screen pixels `[x, y]` as integers; None when absent or not two numbers."""
     coords = params.get("coords")
@@ -82,10 +104,14 @@ def parse_opagent_action(action: Any, instruction: str | None = None) -> ParsedA
     parsed = ParsedAction(raw=raw_action(action_type, params), verb=verb)
     if verb in ("click", "dblclick", "hover", "type", "select"):
         # The element the planner meant: the first quoted name in its instruction ("Click the 'REPORTS'
-        # menu item"), quoted the way gold steps quote labels.
-        meant = _FIRST_QUOTED.search(instruction) if instruction else None
-        if meant is not None and meant.group(2).strip():
-            parsed.element_label = _text(meant.group(2).strip(), 200)
+        # menu item"), quoted the way gold steps quote labels; for typing and selecting, not the text typed
+        # or the option chosen ("Type 'MIT' into the 'License' field") nor what a field already shows.
+        typed = (
+            params.get("content") if verb == "type" else params.get("option") if verb == "select" else None
+        )
+        meant = element_named(instruction, typed)
+        if meant:
+            parsed.element_label = _text(meant, 200)
     if verb == "type":
         parsed.value = _text(params.get("content"), 2000)
         if params.get("press_enter") in (True, 1, "true", "True"):

@@ -5,8 +5,9 @@ Three inputs are understood. The BrowserGym grammar (`click('12')`, `fill('12', 
 grammar (`click [12]`, `type [12] [text] [1]`, `click [12] where [12] is [12] link 'X'`) are parsed by
 `core.measure.action_grammar` in their strict forms: text those parsers would only read leniently is read here
 as a sentence instead. English step sentences (the human gold, "Click on the 'X' link", and
-trajreview's readable sentences, "Click link 'X'") are parsed here, with the grammar's verb vocabulary
-(`core.measure.action_grammar.vocabulary`); the judge only maps canonical verbs to the classes it compares.
+trajreview's readable sentences, "Click link 'X'") are parsed by the judge's English reader
+(`core.measure.judge.english`), with the grammar's verb vocabulary (`core.measure.action_grammar.vocabulary`);
+the judge only maps canonical verbs to the classes it compares.
 Normalising never drops quoted labels, values, numbers, field names or direction words: it only folds
 case, Unicode forms, whitespace and surrounding punctuation.
 """
@@ -19,8 +20,9 @@ from functools import lru_cache
 
 from core.measure.action_grammar import ParsedAction
 from core.measure.action_grammar.browsergym import strict_first_call
-from core.measure.action_grammar.vocabulary import step_verb
+from core.measure.action_grammar.tool_calls import parse_executed, target_of
 from core.measure.action_grammar.webarena import is_unparsed_output, parse_webarena_action
+from core.measure.judge.english import QUOTED, VERB_CLASS, Canon, announced_call, parse_english
 from core.measure.judge.values import (
     as_date,
     as_minutes,
@@ -37,37 +39,10 @@ from core.measure.judge.values import (
 )
 from core.measure.requirement_spellings import split_spellings
 
-# -- canonical form ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Canon:
-    verb: str  # verb class: click, type, select, press, scroll, goto, go_back, answer, ..., unknown
-    label: str | None = None  # normalised element label
-    value: str | None = None  # typed text, selected option, answer (raw, compared via `same_value`)
-    element_id: str | None = None
-    key: str | None = None
-    direction: str | None = None
-    grammar: str = "english"  # browsergym | webarena | english
-
-
-# Canonical verb (core.measure.action_grammar.VERBS) -> the class the judge compares on. How each verb is
-# spelled, in either grammar or in English, is the grammar's knowledge (core.measure.action_grammar.vocabulary).
-VERB_CLASS = {
-    "click": "click", "dblclick": "click", "check": "click", "focus": "click", "hover": "hover",
-    "type": "type", "clear": "clear", "select": "select", "press": "press", "scroll": "scroll",
-    "goto": "goto", "go_back": "go_back", "go_forward": "go_forward", "new_tab": "tab",
-    "tab_focus": "tab", "close_tab": "tab", "upload": "upload", "drag": "drag", "answer": "answer",
-    "infeasible": "answer", "noop": "noop", "unknown": "unknown",
-}  # fmt: skip
+# -- verb classes (Canon and VERB_CLASS are the English reader's, core.measure.judge.english) --------
 
 # Classes that may describe the same intent (a link click is a navigation; an option can be clicked).
 _COMPATIBLE = {frozenset({"click", "goto"}), frozenset({"click", "select"}), frozenset({"click", "hover"})}
-_ROLE_WORDS = {
-    "link", "button", "textbox", "dropdown", "tab", "option", "checkbox", "filter", "menu", "combobox",
-    "searchbox", "field", "box", "icon", "menuitem", "radio", "listbox", "heading", "element", "bar",
-}  # fmt: skip
-_DIRECTIONS = ("down", "up", "left", "right")
 
 
 # -- grammars ------------------------------------------------------------------------------------
@@ -110,109 +85,18 @@ def parse_webarena(text: str) -> Canon | None:
     return _canon(action, "webarena")
 
 
-# -- English sentences (gold steps and readable agent steps) ------------------------------------
-# A quote opens after start/space/bracket and closes before space/punctuation/end, so an apostrophe
-# inside a value ("Let's keep the project alive") is kept.
-_QUOTED = re.compile(r"(?:(?<=^)|(?<=[\s(\[:,]))(['\"‘“])(.+?)['\"’”](?=[\s.,;:)\]!?]|$)")
-_BID_MARK = re.compile(r"\s*\[bid ([^\]]+)\]\s*$")
-_ELEMENT_ID = re.compile(r"^(?:\w+ )?\[(\S+)\]$")
-_URL = re.compile(r"https?://\S+|\b[\w.-]+\.(?:com|org|net)\S*")
-_WORD = re.compile(r"[A-Za-z_:]+")
-
-
-def _unquoted_target(rest: str) -> str | None:
-    rest = re.sub(r"^(?:on|the|a|an|in|into|at)\s+", "", rest.strip(), flags=re.I)
-    rest = re.sub(r"^(?:the|a|an)\s+", "", rest, flags=re.I)
-    rest = re.split(r"\s+(?:to|in|on|in order|so that|which|under|from|for|at)\s+|[,.;(]", rest, maxsplit=1)[
-        0
-    ]
-    words = rest.split()
-    while words and words[-1].lower() in _ROLE_WORDS:
-        words.pop()
-    while words and words[0].lower() in _ROLE_WORDS:
-        words.pop(0)
-    return norm_label(" ".join(words)) if words else None
-
-
-def parse_english(text: str) -> Canon:
-    """A step sentence; verb `unknown` when no known verb starts a clause."""
-    text = fold(text)
-    element_id = None
-    bid = _BID_MARK.search(text)
-    if bid:
-        element_id, text = bid.group(1), text[: bid.start()]
-    quotes = [(m.start(), m.end(), m.group(2)) for m in _QUOTED.finditer(text)]
-    verb_word, canonical, verb_pos = None, None, len(text)
-    for m in _WORD.finditer(text):
-        if any(s <= m.start() < e for s, e, _ in quotes):
-            continue
-        word = m.group(0).lower().rstrip(":")
-        canonical = step_verb(word)
-        if canonical:
-            verb_word, verb_pos = word, m.end()
-            break
-        if m.start() > 60:
-            break
-    if verb_word is None:
-        return Canon("unknown", label=norm_label(quotes[0][2]) if quotes else None)
-    after = [q for q in quotes if q[0] >= verb_pos] or quotes
-    rest = text[verb_pos:]
-    low_rest = rest.lower()
-    verb = VERB_CLASS.get(canonical, "unknown")
-    if verb_word == "go" and re.match(r"\s*back\b", low_rest):
-        return Canon("go_back")
-    if verb_word == "go" and re.match(r"\s*forward\b", low_rest):
-        return Canon("go_forward")
-    if verb_word in ("enter", "hit") and not after and low_rest.strip(" .").split()[:1] in ([], ["key"]):
-        return Canon("press", key="enter")
-    if verb == "press" or (verb_word == "enter" and not after):
-        key = after[0][2] if after else (low_rest.strip(" .").split() or ["enter"])[0]
-        key = key.lower().strip(" .'\"")
-        if key == "the":
-            key = (low_rest.split() + ["enter"])[1].strip(" .")
-        return Canon("press", key="enter" if key == "return" else key, element_id=element_id)
-    if verb == "scroll":
-        direction = next((d for d in _DIRECTIONS if re.search(rf"\b{d}\b", low_rest)), "down")
-        return Canon("scroll", direction=direction)
-    if verb in ("click", "hover", "clear"):
-        if after:
-            return Canon(verb, label=norm_label(after[0][2]), element_id=element_id)
-        id_only = _ELEMENT_ID.match(rest.strip())
-        if id_only:
-            return Canon(verb, element_id=id_only.group(1))
-        return Canon(verb, label=_unquoted_target(rest), element_id=element_id)
-    if verb == "type":
-        if not after:
-            value = re.split(r"\s+(?:into|in|on)\s+", rest.strip(), maxsplit=1)[0].strip(" .")
-            return Canon("type", value=value or None, element_id=element_id)
-        value = after[0][2]
-        label = norm_label(after[1][2]) if len(after) > 1 else None
-        if label is None:
-            tail = re.split(r"\s+(?:into|in|on)\s+", rest[after[0][1] - verb_pos :], maxsplit=1)
-            label = _unquoted_target(tail[1]) if len(tail) > 1 else None
-        return Canon("type", label=label, value=value, element_id=element_id)
-    if verb == "select":
-        if len(after) >= 2:
-            between = text[after[0][1] : after[1][0]].lower()
-            label_first = bool(re.search(r"\b(choose|select|pick|option|set)\b", between))
-            label, value = (after[0][2], after[1][2]) if label_first else (after[1][2], after[0][2])
-            return Canon("select", label=norm_label(label), value=value, element_id=element_id)
-        if after:
-            return Canon("select", value=after[0][2], element_id=element_id)
-        return Canon("select", value=_unquoted_target(rest), element_id=element_id)
-    if verb == "goto":
-        url = _URL.search(rest)
-        target = after[0][2] if after else (url.group(0) if url else _unquoted_target(rest))
-        return Canon("goto", label=norm_label(target), value=url.group(0) if url else None)
-    if verb == "answer":
-        return Canon("answer", value=after[0][2] if after else rest.strip(" :"))
-    return Canon(verb, label=norm_label(after[0][2]) if after else None, element_id=element_id)
+@lru_cache(maxsize=100_000)
+def parse_tool(text: str) -> Canon | None:
+    """A tool-using agent's executed call (`mcp__gbox-browser__click: {'target': 'Go button …'}`): the
+    target description's name is the label; None when the text is not such a call."""
+    action = parse_executed(text)
+    return _canon(action, "tool") if action is not None else None
 
 
 @lru_cache(maxsize=200_000)
 def canonicalize(text: str) -> Canon:
     """The canonical form of any action text: grammar first, English otherwise."""
-    return parse_browsergym(text) or parse_webarena(text) or parse_english(text)
+    return parse_browsergym(text) or parse_webarena(text) or parse_tool(text) or parse_english(text)
 
 
 # -- decisions -----------------------------------------------------------------------------------
@@ -297,11 +181,15 @@ def decide_repeat(a: str, b: str) -> RuleDecision:
 
 
 def decide_stated_vs_executed(stated: str, executed: str) -> RuleDecision:
-    """EAR: the stated grammar action against the executed one; both are grammar, so rules decide."""
+    """EAR: the stated grammar action against the executed one; both are grammar, so rules decide. A
+    tool-using agent's call is compared with the sentence that announced it (`decide_stated_vs_tool`)."""
     if not stated or not stated.strip():
         return RuleDecision(False, 0.0, "no stated action")
     if not executed or executed.strip().lower() in ("none", ""):
         return RuleDecision(False, 0.0, "executed action did not parse")
+    tool = parse_tool(executed)
+    if tool is not None:
+        return decide_stated_vs_tool(stated, tool, target_of(executed))
     cs = parse_browsergym(stated) or parse_webarena(stated)
     ce = parse_browsergym(executed) or parse_webarena(executed)
     if cs is None or ce is None:
@@ -314,6 +202,61 @@ def decide_stated_vs_executed(stated: str, executed: str) -> RuleDecision:
         and (cs.direction or "") == (ce.direction or "")
     )
     return RuleDecision(same, float(same), "verb, element id and value compared")
+
+
+# Key names as tools and people write them ("Ctrl+F", ['control', 'f']).
+_KEY_ALIASES = {"control": "ctrl", "command": "meta", "cmd": "meta", "esc": "escape", "return": "enter",
+                "del": "delete", "pgdn": "pagedown", "pgup": "pageup"}  # fmt: skip
+
+
+def _keys(key: str | None) -> str:
+    parts = re.split(r"\s*\+\s*", (key or "enter").strip().lower())
+    return "+".join(_KEY_ALIASES.get(p, p) for p in parts if p)
+
+
+_announced = lru_cache(maxsize=100_000)(announced_call)
+
+
+def decide_stated_vs_tool(stated: str, call: Canon, target: str | None = None) -> RuleDecision:
+    """EAR for a tool call: the statement announcing it ("Now let me click the "Go" button") against the
+    call (verb, the target description's name, typed text). The announced verb must be compatible with
+    the call's, where typing into a field also announces the click that focuses it; a quoted value it
+    names must be the value sent; an element it names must be the target: its name (equal or nested
+    names) or, word for word, its whole description ("close the welcome dialog" names "X button of the
+    Welcome dialog"); other wording passes to the lexical stage. A statement naming no element matches
+    on the verb; one that announces no verb of ours passes."""
+    cs = _announced(stated)
+    if cs.verb == "unknown":
+        return RuleDecision(None, rationale="the statement names no action verb")
+    focus = cs.verb == "type" and call.verb == "click"
+    if not compatible(cs.verb, call.verb) and not focus:
+        return RuleDecision(False, 0.0, f"verb {cs.verb} vs {call.verb}")
+    if call.verb == "scroll":
+        same = cs.direction == call.direction
+        return RuleDecision(same, float(same), f"scroll {cs.direction} vs {call.direction}")
+    if call.verb == "press":
+        same = _keys(cs.key) == _keys(call.key)
+        return RuleDecision(same, float(same), f"key {cs.key} vs {call.key}")
+    if call.verb in ("go_back", "go_forward", "tab", "noop"):
+        return RuleDecision(True, 1.0, call.verb)
+    quoted_value = bool(cs.value) and bool(QUOTED.search(fold(stated)))
+    if (
+        call.verb in ("type", "select", "answer")
+        and quoted_value
+        and same_value(cs.value, call.value) is False
+    ):
+        return RuleDecision(False, 0.0, "values differ")
+    if not cs.label or not call.label:
+        return RuleDecision(True, 1.0, "compatible verb, no element named on one side")
+    numbers_s, numbers_c = label_numbers(cs.label), label_numbers(call.label)
+    if numbers_s and numbers_c and sorted(numbers_s) != sorted(numbers_c):
+        return RuleDecision(False, 0.0, "labels name different numbers")
+    if cs.label == call.label or _label_nested(cs.label, call.label):
+        return RuleDecision(True, 1.0, "compatible verb, same element")
+    described = set(re.findall(r"\w+", norm_label(target) or ""))
+    if described and set(re.findall(r"\w+", cs.label)) <= described:
+        return RuleDecision(True, 1.0, "compatible verb, the element is in the target description")
+    return RuleDecision(None, rationale="elements differ in wording")
 
 
 # -- requirement found in an answer --------------------------------------------------------------

@@ -56,7 +56,7 @@ def as_number(text: str | None) -> float | None:
 
 def as_date(text: str | None) -> date | None:
     """A date written in any common format ('03/31/2022', '2022-03-31', 'March 31, 2022')."""
-    if not text:
+    if not text or not any(ch.isdigit() for ch in text):  # every format has digits: skip strptime
         return None
     cleaned = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", fold(text).strip(" .,"))
     cleaned = cleaned.replace("Sept ", "Sep ")

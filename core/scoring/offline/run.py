@@ -6,8 +6,9 @@ task's offline status beside the run's own verdict in `evaluations`.
   it has an `eval`, else the original task config (`original_tasks`); the rows say which
   (`offline-run-config` / `offline-original-config`).
 - Answer: the final answer, else the last step's answer text (a render's `Early stop: …`, what the
-  harness scored), else none. Last page: `trajectories.final_url`, else the last step's URL; unknown for
-  answer-only trajectories (the agent drove a browser the harness did not record).
+  harness scored), else none. Last page: `trajectories.final_url`, else the last step's URL (unknown when
+  the last step records none: a tool-using agent's transcript names the page only at its start); unknown
+  for answer-only trajectories (the agent drove a browser the harness did not record).
 - Never touches the run's own verdict (`status`, `score`, `source`); writes `offline_status`,
   `offline_config`, `offline_disagrees`, and the task's sentence in `explanation` (source `offline`)
   for rows whose sentence did not come from the official engine.
@@ -94,7 +95,7 @@ def load_task_records(
     rows = cur.execute(
         """
         WITH last AS (
-            SELECT task_id, episode, arg_max(url, idx) AS last_step_url, arg_max(answer, idx) AS last_answer
+            SELECT task_id, episode, arg_max_null(url, idx) AS last_step_url, arg_max(answer, idx) AS last_answer
             FROM steps WHERE run = ? GROUP BY task_id, episode)
         SELECT t.task_id, t.final_answer, t.task_config, t.final_url, t.answer_only, l.last_step_url,
                l.last_answer, o.intent AS o_intent, o.eval_types AS o_eval_types,
