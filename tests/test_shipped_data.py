@@ -72,6 +72,13 @@ def test_recut_writes_the_slice_and_check_finds_any_change(shared_data: Path, tm
         f"missing: {recut.OPAGENT}/final_results/2.json",
         f"differs: {recut.WAV}/config.demo.json",
     ]
+    # All of the shared WebArena-Verified folder is cut, but its README.
+    wav = {
+        p.relative_to(shared_data / recut.WAV).as_posix()
+        for p in (shared_data / recut.WAV).rglob("*")
+        if p.is_file()
+    }
+    assert wav - {"README.md"} == set(recut.WAV_FILES)
     # OpAgent published no file for 782: the one babelcloud task Compare cannot pair.
     assert not (shared_data / recut.OPAGENT / "final_results" / "782.json").exists()
 
@@ -212,3 +219,22 @@ def test_a_test_that_needs_the_shared_data_skips_without_it_unless_skips_are_ref
     refused = subprocess.run(args, cwd=REPO_ROOT, env={**env, "TRAJREVIEW_NO_SKIPS": "1"}, capture_output=True,
                              text=True, timeout=300)  # fmt: skip
     assert refused.returncode == 1 and "skipped tests fail this run" in refused.stdout
+
+
+def test_the_plain_run_leaves_the_embeddings_tests_out():
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests/test_judge_rules.py"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0 and "deselected" in done.stdout
+    assert (
+        "test_embedding_stage_is_optional" in done.stdout
+        and "test_embedding_stage_only_rejects" not in done.stdout
+    )
+    marked = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "embeddings", "tests"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert [line for line in marked.stdout.splitlines() if "::" in line] == [
+        "tests/test_judge_rules.py::test_embedding_stage_only_rejects"
+    ]
