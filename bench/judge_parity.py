@@ -100,7 +100,7 @@ def _real_and_corpus_pairs() -> tuple[set, set]:
     real: set[tuple[str, str, str, str]] = set()
     corpus: set[tuple[str, str, str, str]] = set()
     with tempfile.TemporaryDirectory() as tmp:
-        build_demo(Path(tmp) / "parity.duckdb")
+        build_demo(Path(tmp) / "parity.duckdb", source="shared")
         with Store(Path(tmp) / "parity.duckdb") as store:
             for run in ("agentlab-sample", "webarena-render-babelcloud"):
                 for task in load_task_inputs(store, run, "paper-gold"):

@@ -56,7 +56,7 @@ def base_db() -> Path:
         _CACHE.mkdir(parents=True, exist_ok=True)
         for old in _CACHE.glob("volume-base*.duckdb"):
             old.unlink()
-        build_demo(base)
+        build_demo(base, source="shared")
     return base
 
 

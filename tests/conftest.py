@@ -1,18 +1,51 @@
-"""Shared fixtures. Real data comes from ../shared/data beside the repository; a missing copy fails loudly."""
+"""Shared fixtures. Real data comes from two roots with the same layout: the demo set shipped in data/demo
+(always there: `shipped_data`, `demo_db`) and ../shared/data beside the repository (`shared_data`,
+`full_demo_db`: whole runs and files we may not redistribute), which a clone on its own lacks; tests that
+need it skip there, saying why. With TRAJREVIEW_NO_SKIPS=1 (set by .ci/run, which has ../shared) any
+skipped test fails the run."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from core.paths import REPO_ROOT, shared_data_dir
+from core.paths import REPO_ROOT, SHIPPED_DATA, has_shared_data, shared_data_path
 from core.store import Store
+
+NO_SKIPS = "TRAJREVIEW_NO_SKIPS"
+
+
+@pytest.fixture(scope="session")
+def shipped_data() -> Path:
+    """The demo set shipped in the repository (slices of the Apache-2.0 runs, our gold)."""
+    return SHIPPED_DATA
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    return shared_data_dir()  # raises FileNotFoundError with a clear message when absent
+    """../shared/data: whole runs and unlicensed files; the test skips, saying why, where it is absent."""
+    if not has_shared_data():
+        pytest.skip(f"needs the whole runs in ../shared/data (absent at {shared_data_path()})")
+    return shared_data_path()
+
+
+def _skipped_fails_the_run(config: pytest.Config) -> list:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    return skipped if os.environ.get(NO_SKIPS) == "1" else []
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if skipped := _skipped_fails_the_run(config):
+        terminalreporter.write_line(f"{NO_SKIPS}=1: {len(skipped)} skipped tests fail this run", red=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """TRAJREVIEW_NO_SKIPS=1: a skipped test is a failure (CI has every input and every extra it tests)."""
+    if _skipped_fails_the_run(session.config) and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture
@@ -72,12 +105,23 @@ def babelcloud_db(tasks_db: Path, shared_data: Path, tmp_path_factory: pytest.Te
 
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo database (every real source the demo imports, metrics included), built once per session;
-    copy it before writing."""
+    """The demo database built from the shipped set (the same everywhere, metrics against demo-gold
+    included), built once per session; copy it before writing."""
     from core.ingest.demo import build_demo
 
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    build_demo(path)
+    build_demo(path, source="shipped")
+    return path
+
+
+@pytest.fixture(scope="session")
+def full_demo_db(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
+    """The demo database built from ../shared/data (the whole runs, the AgentLab sample, the paper's gold);
+    skips where it is absent. Copy it before writing."""
+    from core.ingest.demo import build_demo
+
+    path = tmp_path_factory.mktemp("full-demo") / "demo.duckdb"
+    build_demo(path, source="shared")
     return path
 
 

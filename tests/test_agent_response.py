@@ -14,15 +14,15 @@ from core.scoring.agent_response import agent_response_row, check_agent_response
 
 
 @pytest.fixture(scope="session")
-def demo_responses(shared_data: Path) -> dict[int, str]:
-    run = shared_data / "webarena-verified" / "demo-run"
+def demo_responses(shipped_data: Path) -> dict[int, str]:
+    run = shipped_data / "webarena-verified" / "demo-run"
     return {tid: (run / str(tid) / "agent_response.json").read_text() for tid in (107, 108)}
 
 
 @pytest.fixture(scope="session")
-def exact_answers(shared_data: Path) -> dict[int, list]:
+def exact_answers(shipped_data: Path) -> dict[int, list]:
     data = json.loads(
-        (shared_data / "webarena-verified/test-assets/e2e_test_retrieved_data.json").read_text()
+        (shipped_data / "webarena-verified/test-assets/e2e_test_retrieved_data.json").read_text()
     )
     return {int(k): v["exact_match"] for k, v in data.items()}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from demo_support import BABEL, GOLD
 from test_cli import run_cli
 
 from core.errors import InputError
@@ -184,7 +185,7 @@ def test_agreement_on_real_alignments_matches_the_textbook_formula(demo_copy):
         )]  # fmt: skip
         marks, truth_of = [], {}
         for task in tasks:
-            view = alignment_view(s, "opagent", task, "paper-gold")
+            view = alignment_view(s, "opagent", task, GOLD)
             for p in view.pairs:
                 truth = bool(_words(p.gold_text) & _words(p.agent_text))
                 mark = None if p.verdict is None else ("right" if truth == p.verdict else "wrong")
@@ -219,7 +220,7 @@ def test_cli_judge_agreement_from_db(demo_copy):
     assert "7 marked pairs, 1 the judge could not answer (excluded); accuracy 0.833" in out
     assert "Cohen's kappa 0.667" in out
     assert any(line.split("│")[1].strip() == "rule" for line in out.splitlines() if line.count("│") > 3)
-    out = run_cli("judge-agreement", "--from-db", "--run", "agentlab-sample", db=demo_copy, check=True).stdout
+    out = run_cli("judge-agreement", "--from-db", "--run", BABEL, db=demo_copy, check=True).stdout
     assert "no reviewer marks" in out
     bad = run_cli("judge-agreement", "--from-db", "--run", "nope", db=demo_copy)
     assert bad.returncode == 2 and bad.stderr.strip() == "error: no run named 'nope'"
@@ -236,9 +237,6 @@ def test_cli_labels(demo_copy):
     out = run_cli("labels", "--run", "opagent", db=demo_copy, check=True).stdout
     row = next(line for line in out.splitlines() if "gave up early" in line and "opagent" in line)
     assert [c.strip() for c in row.split("│")[1:5]] == ["opagent", site, "gave up early", "1"]
-    assert (
-        "no reviewer labels on run agentlab-sample"
-        in run_cli("labels", "--run", "agentlab-sample", db=demo_copy).stdout
-    )
+    assert f"no reviewer labels on run {BABEL}" in run_cli("labels", "--run", BABEL, db=demo_copy).stdout
     bad = run_cli("labels", "--run", "nope", db=demo_copy)
     assert bad.returncode == 2 and bad.stderr.strip() == "error: no run named 'nope'"

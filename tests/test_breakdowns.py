@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from demo_support import BABEL, OPAGENT, WAV
 
 from core.queries import breakdowns, triage
 from core.store import Store
 
-RUNS = ("wav-demo", "agentlab-sample", "webarena-render-babelcloud")
+RUNS = (WAV, OPAGENT, BABEL)
 
 
 @pytest.fixture(scope="module")
@@ -44,18 +45,22 @@ def test_task_type_and_hard_subset_match_the_tasks_table(demo, table):
     expected = dict(
         demo.query(
             "SELECT k.task_type, count(*) FILTER (WHERE e.status = 'success') FROM evaluations e"
-            " JOIN tasks k USING (task_id) WHERE e.run = 'webarena-render-babelcloud' GROUP BY 1"
+            " JOIN tasks k USING (task_id) WHERE e.run = ? GROUP BY 1",
+            [BABEL],
         )
     )
-    part = table[(table["run"] == "webarena-render-babelcloud") & (table["dimension"] == "task type")]
+    part = table[(table["run"] == BABEL) & (table["dimension"] == "task type")]
     assert dict(zip(part["value"], part["successes"], strict=True)) == expected
-    hard = table[(table["run"] == "webarena-render-babelcloud") & (table["dimension"] == "hard subset")]
-    n_hard = demo.query("SELECT count(*) FROM tasks WHERE in_hard_subset")[0][0]
+    hard = table[(table["run"] == BABEL) & (table["dimension"] == "hard subset")]
+    n_hard = demo.query(
+        "SELECT count(*) FROM evaluations JOIN tasks USING (task_id) WHERE run = ? AND in_hard_subset",
+        [BABEL],
+    )[0][0]
     assert hard.set_index("value").loc["hard", "scored"] == n_hard
 
 
 def test_every_bucket_filters_triage_to_exactly_its_tasks(demo, table):
-    for run in ("agentlab-sample", "webarena-render-babelcloud"):
+    for run in (OPAGENT, BABEL):
         tasks = triage.triage_table(demo, run)
         for row in table[table["run"] == run].itertuples():
             params = {row.triage_param: [row.value]}
@@ -65,9 +70,9 @@ def test_every_bucket_filters_triage_to_exactly_its_tasks(demo, table):
             assert sum(r.verdict == "success" for r in shown.rows) == row.successes
 
 
-def test_per_site_equals_the_official_cli(shared_data: Path, tmp_path: Path, demo):
+def test_per_site_equals_the_official_cli(shipped_data: Path, tmp_path: Path, demo):
     """wav-demo is scored by the official engine: its per-site figures are the official CLI's own."""
-    wv = shared_data / "webarena-verified"
+    wv = shipped_data / "webarena-verified"
     out = tmp_path / "run"
     shutil.copytree(wv / "demo-run", out)
     for stale in out.glob("*/eval_result.json"):
@@ -78,7 +83,7 @@ def test_per_site_equals_the_official_cli(shared_data: Path, tmp_path: Path, dem
         check=True, capture_output=True,
     )  # fmt: skip
     official = json.loads((out / "eval_results.json").read_text())["summary"]["per_site"]
-    ours = breakdowns.breakdowns(demo, ["wav-demo"])
+    ours = breakdowns.breakdowns(demo, [WAV])
     ours = ours[ours["dimension"] == "site"].set_index("value")
     assert set(ours.index) == set(official)
     for site, theirs in official.items():
@@ -93,9 +98,9 @@ def test_per_site_equals_the_official_cli(shared_data: Path, tmp_path: Path, dem
 
 def test_missing_values_are_their_own_bucket(demo):
     # wav-demo has agent responses and no trajectory: no termination recorded.
-    frame = breakdowns.task_verdicts(demo, ["wav-demo"])
+    frame = breakdowns.task_verdicts(demo, [WAV])
     assert set(frame["termination"]) == {triage.NONE}
-    tasks = triage.triage_table(demo, "wav-demo")
+    tasks = triage.triage_table(demo, WAV)
     shown = triage.apply_filter(tasks, triage.TriageFilter(terminations=(triage.NONE,)))
     assert len(shown) == len(tasks) == 2
 
@@ -106,7 +111,7 @@ def test_label_buckets_follow_triage_with_task_step_and_event_labels(demo_db: Pa
 
     db = tmp_path / "labelled.duckdb"
     shutil.copy(demo_db, db)
-    run = "agentlab-sample"
+    run = OPAGENT
     with Store(db) as store:
         tasks = triage.triage_table(store, run).task_ids()
         step = store.query(

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 from browser_support import browser_page, chromium_available, serve, wait_idle
+from demo_support import GOLD
 
 from core.gold import editing as ge
 from core.store import Store
@@ -70,9 +71,9 @@ def test_edit_save_and_a_conflict_in_the_browser(demo_db, tmp_path):
     db = tmp_path / "gold.duckdb"
     shutil.copy(demo_db, db)
     with Store(db, read_only=True) as store:
-        before = ge.version_content(store, "paper-gold", 101, 1)
+        before = ge.version_content(store, GOLD, 603, 1)
     with serve(db) as url, browser_page(1500, 1500) as page:
-        page.goto(url + "/task?run=opagent&task=101&tab=Gold")
+        page.goto(url + "/task?run=opagent&task=603&tab=Gold")
         _settle(page)
         page.get_by_text("Current: version 1").first.wait_for(timeout=30_000)
         # Without a name, Save is disabled: every version carries its author.
@@ -84,8 +85,8 @@ def test_edit_save_and_a_conflict_in_the_browser(demo_db, tmp_path):
         _save(page, "shorter step 2")
         page.get_by_text("Current: version 2 by Ada").first.wait_for(timeout=30_000)
         with Store(db, read_only=True) as store:
-            saved = ge.version_content(store, "paper-gold", 101, 2)
-            top = ge.history(store, "paper-gold", 101)[0]
+            saved = ge.version_content(store, GOLD, 603, 2)
+            top = ge.history(store, GOLD, 603)[0]
         assert [s.text for s in saved[0]] == [
             before[0][0].text,
             "Click on 'Directions'",
@@ -96,14 +97,14 @@ def test_edit_save_and_a_conflict_in_the_browser(demo_db, tmp_path):
         # Ada edits again while Bob saves version 3 elsewhere: her save is refused, her draft stays.
         _edit_cell(page, 4, "Click the 'Go' button and wait")
         with Store(db, lock_timeout_s=30) as store:
-            ge.save_gold(store, "paper-gold", 101, [["Click 'Directions'"]], "Bob", "bob's version", 2)
+            ge.save_gold(store, GOLD, 603, [["Click 'Directions'"]], "Bob", "bob's version", 2)
         _save(page, "wait for the route")
         page.get_by_text("Not saved: Bob saved version 3").first.wait_for(timeout=30_000)
         assert page.get_by_text("Unsaved changes").count() == 1
         assert page.get_by_placeholder(REASON).input_value() == "wait for the route"
         assert page.locator("[data-testid='stException']").count() == 0
         with Store(db, read_only=True) as store:
-            assert [h["version"] for h in ge.history(store, "paper-gold", 101)] == [3, 2, 1]
+            assert [h["version"] for h in ge.history(store, GOLD, 603)] == [3, 2, 1]
         # Merged by hand: based on version 3, the same draft saves as version 4.
         page.get_by_role("button", name="My draft is merged: base it on version 3").click()
         _settle(page)
@@ -111,4 +112,4 @@ def test_edit_save_and_a_conflict_in_the_browser(demo_db, tmp_path):
         _settle(page)
         page.get_by_text("Current: version 4 by Ada").first.wait_for(timeout=30_000)
     with Store(db, read_only=True) as store:
-        assert ge.version_content(store, "paper-gold", 101, 4)[0][4].text == "Click the 'Go' button and wait"
+        assert ge.version_content(store, GOLD, 603, 4)[0][4].text == "Click the 'Go' button and wait"

@@ -5,9 +5,11 @@ instance (`serve --read-only`) shows no write control."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 
+import oidc_provider_mock
 import pytest
 from browser_support import browser_page, chromium_available, free_port, serve, wait_idle
 
@@ -20,10 +22,8 @@ if not chromium_available():
         raise RuntimeError("chromium is missing in CI: .ci/run must install Debian's chromium")
     pytest.skip("Debian chromium not installed (apt-get install chromium)", allow_module_level=True)
 
-oidc_provider_mock = pytest.importorskip(
-    "oidc_provider_mock", reason="dev extra: pip install oidc-provider-mock"
-)
-pytest.importorskip("authlib", reason="dev extra: Streamlit's st.login needs Authlib")
+# Streamlit's st.login imports Authlib (dev extra): missing, this fails here rather than skip.
+assert importlib.util.find_spec("authlib"), "Authlib is missing: pip install -e '.[dev]'"
 
 
 def test_oidc_login_names_the_writer(demo_db, tmp_path):

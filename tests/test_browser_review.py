@@ -66,8 +66,8 @@ def _no_exception(page) -> None:
 COLD_URLS = [
     ("/runs", "Runs"),
     ("/triage?run=webarena-render-babelcloud&verdict=failure&site=gitlab", "Triage"),
-    ("/task?run=agentlab-sample&task=162&step=3", "Step 3"),
-    ("/task?run=agentlab-sample&task=162&tab=Alignment", "human gold"),
+    ("/task?run=opagent&task=28&step=3", "Step 3"),
+    ("/task?run=opagent&task=28&tab=Alignment", "human gold"),
     ("/task?run=wav-demo&task=107&tab=Network&static=true", "359 of 359 events shown"),
     ("/task?run=wav-demo&task=107&tab=Evaluation", "AgentResponseEvaluator #0"),
 ]
@@ -110,14 +110,14 @@ def test_from_runs_to_a_failed_tasks_explanation_in_two_clicks(served):
 def test_keyboard_moves_between_failed_tasks(served):
     served, db = served
     with Store(db, read_only=True) as store:
-        table = triage_table(store, "agentlab-sample")
+        table = triage_table(store, "opagent")
     only_failures = TriageFilter(verdicts=("failure",))
-    _, after = task_neighbours(table, only_failures, 143)
+    _, after = task_neighbours(table, only_failures, 28)
     assert after is not None
     with browser_page() as page:
-        page.goto(served + "/task?run=agentlab-sample&task=143&verdict=failure")
+        page.goto(served + "/task?run=opagent&task=28&verdict=failure")
         wait_idle(page)
-        page.get_by_text("Task 143").first.wait_for()
+        page.get_by_text("Task 28").first.wait_for()
         # The shortcut exists once its button is on the page and enabled.
         page.locator("button:has-text('next failed'):not([disabled])").first.wait_for(timeout=30_000)
         page.keyboard.press("j")
@@ -126,9 +126,9 @@ def test_keyboard_moves_between_failed_tasks(served):
         page.get_by_text(f"Task {after}").first.wait_for()
         assert "verdict=failure" in page.url  # the triage filter travels with the reviewer
         page.keyboard.press("k")
-        wait_url(page, "task=143")
+        wait_url(page, "task=28")
         wait_idle(page)
-        page.get_by_text("Task 143").first.wait_for()
+        page.get_by_text("Task 28").first.wait_for()
         page.keyboard.press("n")  # next step
         wait_url(page, "step=")
         wait_idle(page)

@@ -48,15 +48,17 @@ def test_info_on_missing_database_is_one_line_error(tmp_path):
     assert result.returncode != 0 and "no such database" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_every_import_command_checks_paradigm_the_same_way(tmp_path, shared_data):
+def test_every_import_command_checks_paradigm_the_same_way(tmp_path, shipped_data):
     from typing import get_args
 
     from core.ingest.records import Paradigm
 
+    # The check comes before any file is read (the AgentLab import is given a folder without episodes).
     commands = {
-        "wav-run": [str(shared_data / "webarena-verified" / "demo-run"), "--no-score"],
-        "agentlab": [str(shared_data / "browsergym-run")],
-        "webarena-render": [str(shared_data / "webarena-render" / "DEM1TASSE__webarena")],
+        "wav-run": [str(shipped_data / "webarena-verified" / "demo-run"), "--no-score"],
+        "agentlab": [str(shipped_data / "oagent-run")],
+        "webarena-render": [str(shipped_data / "webarena-render" / "babelcloud__webarena")],
+        "opagent": [str(shipped_data / "oagent-run")],
     }
     for command, args in commands.items():
         result = run_cli(

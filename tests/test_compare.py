@@ -1,29 +1,47 @@
-"""Comparing two runs: McNemar's exact test and the paired bootstrap against hand-checkable cases and
-scipy, and the comparison read model on the demo database's real runs."""
+"""Comparing two runs: McNemar's exact test and the paired bootstrap against hand-checkable cases and an
+independent definition, and the comparison read model on the demo database's real runs."""
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest
+from demo_support import BABEL, GOLD, OPAGENT, WAV
 
 from core.measure import stats
 from core.queries import compare
 from core.store import Store
 
-A, B = "webarena-render-babelcloud", "opagent"
+A, B = BABEL, OPAGENT
 
 
-def test_mcnemar_exact_by_hand_and_against_scipy():
+def _two_sided_binomial(k: int, n: int) -> float:
+    """The exact two-sided binomial test at p = 1/2 as scipy's binomtest defines it: the probability of
+    every outcome no likelier than the one observed, summed in exact fractions."""
+    if n == 0:
+        return 1.0
+    observed = math.comb(n, k)
+    return float(sum(Fraction(math.comb(n, i), 2**n) for i in range(n + 1) if math.comb(n, i) <= observed))
+
+
+def test_mcnemar_exact_by_hand_and_against_the_definition():
     # 0 vs 5 discordant: p = 2 * 0.5**5 = 1/16.
     assert stats.mcnemar_exact(0, 5) == pytest.approx(1 / 16)
     assert stats.mcnemar_exact(5, 0) == stats.mcnemar_exact(0, 5)
     # 1 vs 9: p = 2 * (C(10,0) + C(10,1)) / 2**10 = 22/1024.
     assert stats.mcnemar_exact(1, 9) == pytest.approx(22 / 1024)
     assert stats.mcnemar_exact(4, 4) == 1.0 and stats.mcnemar_exact(0, 0) == 1.0
-    assert stats.mcnemar_exact(60, 90) == pytest.approx(binomtest(60, 150, 0.5).pvalue)
+    # scipy.stats.binomtest(60, 150, 0.5).pvalue as scipy 1.17.1 printed it.
+    assert stats.mcnemar_exact(60, 90) == pytest.approx(0.017597691928785828, rel=1e-12)
+    for a in range(0, 40, 3):
+        for b in (0, 1, 2, 7, 19, 40, 41, 120):
+            assert stats.mcnemar_exact(a, b) == pytest.approx(_two_sided_binomial(a, a + b), rel=1e-12), (
+                a,
+                b,
+            )
+    assert stats.mcnemar_exact(400, 409) == pytest.approx(_two_sided_binomial(400, 809), rel=1e-12)
 
 
 def test_bootstrap_of_few_values_matches_resampling_indices():
@@ -50,28 +68,29 @@ def cmp(demo_db):
                 " JOIN evaluations b USING (task_id) WHERE a.run = ? AND b.run = ?",
                 [A, B],
             ),
+            {t for (t,) in s.query("SELECT task_id FROM evaluations WHERE run = ?", [A])},
         )
 
 
 def test_two_by_two_counts_the_stored_verdicts(cmp):
-    result, rows = cmp
+    result, rows, scored_by_a = cmp
     expected = {
         "both pass": sum(x and y for _, x, y in rows), "A only": sum(x and not y for _, x, y in rows),
         "B only": sum(y and not x for _, x, y in rows), "both fail": sum(not x and not y for _, x, y in rows),
     }  # fmt: skip
     assert result.outcomes == expected and sum(expected.values()) == result.success["n"] == len(rows)
     assert result.mcnemar_p == pytest.approx(
-        binomtest(expected["A only"], expected["A only"] + expected["B only"]).pvalue
+        _two_sided_binomial(expected["A only"], expected["A only"] + expected["B only"])
     )
     s = result.success
     assert s["diff"] == pytest.approx((expected["B only"] - expected["A only"]) / len(rows))
     assert s["ci_low"] < s["diff"] < s["ci_high"]
-    # babelcloud has 812 tasks, opagent 809: the three extra are counted, never paired.
-    assert result.unpaired["scored by A only"] == 3
+    # babelcloud's task 782 has no OpAgent file: counted, never paired.
+    assert result.unpaired["scored by A only"] == len(scored_by_a - {t for t, _, _ in rows}) == 1
 
 
 def test_per_site_and_flips_partition_the_pairs(cmp):
-    result, _ = cmp
+    result, _, _ = cmp
     sites = result.per_site
     assert sites["n"].sum() == result.success["n"]
     assert (
@@ -86,8 +105,8 @@ def test_per_site_and_flips_partition_the_pairs(cmp):
 
 
 def test_metric_differences_say_what_they_leave_out(cmp):
-    result, _ = cmp
-    assert result.metric_config == ("paper-gold", "offline", "default")
+    result, _, _ = cmp
+    assert result.metric_config == (GOLD, "offline", "default")
     psr = result.metrics.set_index("metric").loc["psr"]
     assert psr["n"] > 0 and psr["ci_low"] <= psr["diff"] <= psr["ci_high"]
     # Step metrics pair the tasks both runs define them on; the others are said, not counted.
@@ -106,9 +125,14 @@ def test_one_rule_picks_the_runs_every_default_comparison_pairs(demo_db):
         a, b = compare.comparison_pair(s)
         assert compare.compare_runs(s, a, b).success["n"] > 0
         assert runs.index(a) < runs.index(b)
+        assert (a, b) == (BABEL, OPAGENT)
+        # wav-demo's tasks 107 and 108 are in both other runs: the latest earlier run sharing a task.
+        assert compare.comparison_pair(s, [OPAGENT, BABEL, WAV]) == (BABEL, WAV)
+        assert compare.comparison_pair(s, [WAV]) is None
+
+
+def test_runs_sharing_no_scored_task_are_never_paired(full_demo_db):
+    with Store(full_demo_db, read_only=True) as s:
         # wav-demo (tasks 107, 108) and agentlab-sample share no scored task.
-        assert compare.comparison_pair(s, ["wav-demo", "agentlab-sample"]) is None
-        assert compare.comparison_pair(s, ["wav-demo", "opagent", "agentlab-sample"]) == (
-            "opagent",
-            "agentlab-sample",
-        )
+        assert compare.comparison_pair(s, [WAV, "agentlab-sample"]) is None
+        assert compare.comparison_pair(s, [WAV, OPAGENT, "agentlab-sample"]) == (OPAGENT, "agentlab-sample")

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from demo_support import GOLD
 from streamlit.testing.v1 import AppTest
 
 import dashboard.db
@@ -19,6 +20,7 @@ from core.store import Store
 
 APP = str(REPO_ROOT / "dashboard" / "app.py")
 TASK, TRIAGE = "views/task.py", "views/triage.py"
+TASK_ID = 603  # two alternatives in the demo gold, five steps each, with OpAgent's metrics against them
 
 
 @pytest.fixture
@@ -31,7 +33,7 @@ def gold_db(demo_db, tmp_path):
 @pytest.fixture
 def gold_tab(monkeypatch, gold_db):
     def _open(
-        task: int = 101, run: str = "opagent", read_only: bool = False, name: str | None = "Ada"
+        task: int = TASK_ID, run: str = "opagent", read_only: bool = False, name: str | None = "Ada"
     ) -> AppTest:
         monkeypatch.setenv("TRAJREVIEW_DB", str(gold_db))
         monkeypatch.setenv("TRAJREVIEW_READ_ONLY", "1" if read_only else "")
@@ -77,7 +79,7 @@ def test_save_writes_a_new_version_from_the_grid(gold_tab, gold_db):
     at = gold_tab()
     grid = _grid(at).value
     with Store(gold_db, read_only=True) as s:
-        v1 = ge.version_content(s, "paper-gold", 101, 1)
+        v1 = ge.version_content(s, GOLD, TASK_ID, 1)
     assert grid["text"].tolist() == [x.text for x in v1[0]]
     assert at.button(key="gold-save").disabled  # nothing changed yet
     # Change step 2, delete step 4, insert a flagged step between 1 and 2 (order 1.5).
@@ -86,8 +88,8 @@ def test_save_writes_a_new_version_from_the_grid(gold_tab, gold_db):
     assert "Unsaved changes" in " ".join(c.value for c in at.caption)
     _save(at, "shorter directions")
     with Store(gold_db, read_only=True) as s:
-        v2 = ge.version_content(s, "paper-gold", 101, 2)
-        top = ge.history(s, "paper-gold", 101)[0]
+        v2 = ge.version_content(s, GOLD, TASK_ID, 2)
+        top = ge.history(s, GOLD, TASK_ID)[0]
     assert [x.text for x in v2[0]] == [v1[0][0].text, "Look at the map", "Click on 'Directions'", v1[0][2].text,
                                        v1[0][4].text]  # fmt: skip
     assert v2[0][1].flags == ("check",) and v2[1] == v1[1]
@@ -104,15 +106,15 @@ def test_a_refused_save_keeps_the_draft_and_says_who_saved(gold_tab, gold_db):
     at = gold_tab()
     _edit(at, {"edited_rows": {4: {"text": "Click the 'Go' button and wait"}}})
     with Store(gold_db) as s:  # another reviewer saves while Ada edits
-        ge.save_gold(s, "paper-gold", 101, [["Click 'Directions'"]], "Bob", "bob's version", 1)
+        ge.save_gold(s, GOLD, TASK_ID, [["Click 'Directions'"]], "Bob", "bob's version", 1)
     _save(at, "wait for the route")
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and errors[0].startswith(
-        "Not saved: Bob saved version 2 of task 101 in paper-gold"
+        f"Not saved: Bob saved version 2 of task {TASK_ID} in {GOLD}"
     )
     assert "\n" not in errors[0]
     with Store(gold_db, read_only=True) as s:
-        assert [h["version"] for h in ge.history(s, "paper-gold", 101)] == [2, 1]
+        assert [h["version"] for h in ge.history(s, GOLD, TASK_ID)] == [2, 1]
     # The draft is still on screen, with the reason, next to a warning and the diff against version 2.
     assert at.session_state[_grid(at).key]["edited_rows"] == {4: {"text": "Click the 'Go' button and wait"}}
     assert _reason(at).value == "wait for the route"
@@ -122,18 +124,18 @@ def test_a_refused_save_keeps_the_draft_and_says_who_saved(gold_tab, gold_db):
     at.button(key="gold-save").click().run()
     _ok(at)
     with Store(gold_db, read_only=True) as s:
-        v3 = ge.version_content(s, "paper-gold", 101, 3)
+        v3 = ge.version_content(s, GOLD, TASK_ID, 3)
     assert v3[0][4].text == "Click the 'Go' button and wait"
 
 
 def test_history_diff_and_restore(gold_tab, gold_db):
-    with Store(gold_db) as s:
-        ge.save_gold(s, "paper-gold", 101, [["Click the 'Close' button", "Click 'Go'"]], "Bob", "short", 1)
-        v1 = ge.version_content(s, "paper-gold", 101, 1)
+    with Store(gold_db) as s:  # a shorter version 2 that keeps the first and last step
+        v1 = ge.version_content(s, GOLD, TASK_ID, 1)
+        ge.save_gold(s, GOLD, TASK_ID, [[v1[0][0].text, v1[0][-1].text]], "Bob", "short", 1)
     at = gold_tab()
     caption = next(c.value for c in at.caption if c.value.startswith("Version 1 (left)"))
     with Store(gold_db, read_only=True) as s:
-        changes = [r for r in ge.diff_versions(s, "paper-gold", 101, 1, 2) if r["kind"] != "same"]
+        changes = [r for r in ge.diff_versions(s, GOLD, TASK_ID, 1, 2) if r["kind"] != "same"]
     assert f"{len(changes)} step change(s)" in caption
     diff = next(d for d in at.dataframe if "change" in d.value.columns).value
     assert len(diff) == len(changes) and "− removed" in diff["change"].tolist()
@@ -142,8 +144,8 @@ def test_history_diff_and_restore(gold_tab, gold_db):
     at.button(key="gold-restore").click().run()
     _ok(at)
     with Store(gold_db, read_only=True) as s:
-        assert ge.version_content(s, "paper-gold", 101, 3) == v1
-        assert ge.history(s, "paper-gold", 101)[0]["reason"] == "restore version 1"
+        assert ge.version_content(s, GOLD, TASK_ID, 3) == v1
+        assert ge.history(s, GOLD, TASK_ID)[0]["reason"] == "restore version 1"
     assert _grid(at).value["text"].tolist() == [x.text for x in v1[0]]  # the draft restarts from it
 
 
@@ -160,17 +162,17 @@ def test_start_from_the_agent_trajectory_and_recompute(gold_tab, gold_db):
     assert _grid(at).value["text"].tolist() == draft and draft
     _save(at, "from the agent's steps")
     with Store(gold_db, read_only=True) as s:
-        assert [x.text for x in ge.version_content(s, "paper-gold", 148, 1)[0]] == draft
-    # Task 101: an edit made elsewhere makes its metrics stale; one button recomputes them.
+        assert [x.text for x in ge.version_content(s, GOLD, 148, 1)[0]] == draft
+    # An edit made elsewhere makes its metrics stale; one button recomputes them.
     with Store(gold_db) as s:
-        ge.save_gold(s, "paper-gold", 101, [["Click 'Go'"]], "Bob", "short", 1)
-    at = gold_tab(task=101)
+        ge.save_gold(s, GOLD, TASK_ID, [["Click 'Go'"]], "Bob", "short", 1)
+    at = gold_tab(task=TASK_ID)
     assert any("Stale metrics" in w.value for w in at.warning)
     next(b for b in at.button if b.label == "Recompute (offline judge)").click().run()
     _ok(at)
     assert not any("Stale metrics" in w.value for w in at.warning)
     with Store(gold_db, read_only=True) as s:
-        assert ge.stale_metrics(s, 101, "paper-gold") == []
+        assert ge.stale_metrics(s, TASK_ID, GOLD) == []
 
 
 def test_without_a_name_nothing_can_be_saved(gold_tab):
@@ -183,7 +185,7 @@ def test_without_a_name_nothing_can_be_saved(gold_tab):
 
 def test_read_only_shows_gold_and_history_but_no_write_control(gold_tab, gold_db):
     with Store(gold_db) as s:
-        ge.save_gold(s, "paper-gold", 101, [["Click 'Go'"]], "Bob", "short", 1)
+        ge.save_gold(s, GOLD, TASK_ID, [["Click 'Go'"]], "Bob", "short", 1)
     at = gold_tab(read_only=True, name=None)
     assert not [d for d in at.dataframe if d.key and ":grid:" in d.key]  # no editor
     assert not at.text_input and not at.sidebar.text_input
@@ -197,7 +199,7 @@ def test_read_only_shows_gold_and_history_but_no_write_control(gold_tab, gold_db
 
 def test_triage_links_tasks_without_gold_and_marks_stale_metrics(monkeypatch, gold_db):
     with Store(gold_db) as s:
-        ge.save_gold(s, "paper-gold", 101, [["Click 'Go'"]], "Bob", "short", 1)
+        ge.save_gold(s, GOLD, TASK_ID, [["Click 'Go'"]], "Bob", "short", 1)
     monkeypatch.setenv("TRAJREVIEW_DB", str(gold_db))
     at = AppTest.from_file(APP, default_timeout=90)
     at.switch_page(TRIAGE)
@@ -213,7 +215,7 @@ def test_triage_links_tasks_without_gold_and_marks_stale_metrics(monkeypatch, go
         ).all()
     )
     assert table[table["has_gold"]]["write_gold"].isna().all()
-    assert table[table["metrics_stale"]]["task_id"].tolist() == [101]
+    assert table[table["metrics_stale"]]["task_id"].tolist() == [TASK_ID]
 
 
 def test_a_lock_that_outlasts_the_retry_is_one_line_and_keeps_the_draft(gold_tab, gold_db, monkeypatch):
@@ -241,13 +243,13 @@ def test_a_lock_that_outlasts_the_retry_is_one_line_and_keeps_the_draft(gold_tab
     at.button(key="gold-save").click().run()  # the lock is gone: the same draft saves
     _ok(at)
     with Store(gold_db, read_only=True) as s:
-        assert ge.version_content(s, "paper-gold", 101, 2)[0][0].text == "Click 'Close'"
+        assert ge.version_content(s, GOLD, TASK_ID, 2)[0][0].text == "Click 'Close'"
 
 
 def test_an_untouched_draft_follows_a_newer_version(gold_tab, gold_db):
     at = gold_tab()
     with Store(gold_db) as s:
-        ge.save_gold(s, "paper-gold", 101, [["Click 'Directions'"]], "Bob", "bob's version", 1)
+        ge.save_gold(s, GOLD, TASK_ID, [["Click 'Directions'"]], "Bob", "bob's version", 1)
     at.run()
     _ok(at)
     assert _grid(at).value["text"].tolist() == ["Click 'Directions'"]

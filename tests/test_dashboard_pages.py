@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 from apptest_support import page_texts
+from demo_support import BABEL, GOLD, OPAGENT, WAV
 
 from core.store import Store
 
@@ -17,7 +18,7 @@ def test_runs_page_lists_every_run_with_its_success_rate(open_page, demo_db):
     at = open_page(demo_db)
     assert at.title[0].value == "Runs"
     table = at.dataframe[0].value
-    assert set(table["run"]) == {"wav-demo", "agentlab-sample", "webarena-render-babelcloud", "opagent"}
+    assert set(table["run"]) == {WAV, BABEL, OPAGENT}
     babel = table[table["run"] == "webarena-render-babelcloud"].iloc[0]
     with Store(demo_db, read_only=True) as s:
         passed, total = s.query(
@@ -45,7 +46,7 @@ def test_missing_database_is_one_line_not_a_traceback(open_page, tmp_path):
 
 
 def test_triage_filters_come_from_the_url(open_page, demo_db):
-    at = open_page(demo_db, TRIAGE, run="webarena-render-babelcloud", verdict="failure", site="gitlab")
+    at = open_page(demo_db, TRIAGE, run=BABEL, verdict="failure", site="gitlab")
     table = at.dataframe[0].value
     assert len(table) > 0 and set(table["site"]) == {"gitlab"}
     assert {v.split()[-1] for v in table["verdict"]} == {"failure"}
@@ -53,17 +54,20 @@ def test_triage_filters_come_from_the_url(open_page, demo_db):
         expected = s.query(
             "SELECT count(*) FROM evaluations e JOIN tasks t USING (task_id) WHERE e.run = ? AND e.status = 'failure'"
             " AND t.site_key = 'gitlab'",
-            ["webarena-render-babelcloud"],
+            [BABEL],
         )[0][0]
+        (tasks,) = s.query("SELECT count(*) FROM evaluations WHERE run = ?", [BABEL])[0]
     assert len(table) == expected
-    assert f"**{expected}** of 812 tasks" in page_texts(at)
+    assert f"**{expected}** of {tasks} tasks" in page_texts(at)
 
 
 def test_triage_search_finds_intent_answer_and_task_id(open_page, demo_db):
-    at = open_page(demo_db, TRIAGE, run="agentlab-sample", q="162")
-    assert list(at.dataframe[0].value["task_id"]) == [162]
-    at = open_page(demo_db, TRIAGE, run="agentlab-sample", q="$754.99")  # the agent's answer to task 191
-    assert list(at.dataframe[0].value["task_id"]) == [191]
+    at = open_page(demo_db, TRIAGE, run=OPAGENT, q="746")
+    assert list(at.dataframe[0].value["task_id"]) == [746]
+    at = open_page(demo_db, TRIAGE, run=OPAGENT, q="$1774.62")  # the agent's answer to task 51
+    assert list(at.dataframe[0].value["task_id"]) == [51]
+    at = open_page(demo_db, TRIAGE, run=OPAGENT, q="Chatham university")  # the intent of task 55
+    assert list(at.dataframe[0].value["task_id"]) == [55]
 
 
 def test_unknown_run_and_task_are_one_line_with_a_way_back(open_page, demo_db):
@@ -71,58 +75,56 @@ def test_unknown_run_and_task_are_one_line_with_a_way_back(open_page, demo_db):
     assert any("No run named 'no-such-run'" in e.value for e in at.error) and at.get("page_link")
     at = open_page(demo_db, TASK, run="no-such-run", task="1")
     assert any("No run named" in e.value for e in at.error)
-    at = open_page(demo_db, TASK, run="agentlab-sample", task="999")
+    at = open_page(demo_db, TASK, run=OPAGENT, task="999")
     assert any("has no task 999" in e.value for e in at.error) and at.get("page_link")
-    at = open_page(demo_db, TASK, run="agentlab-sample", task="not-a-number")
+    at = open_page(demo_db, TASK, run=OPAGENT, task="not-a-number")
     assert "Pick a task in Triage" in page_texts(at)
 
 
 def test_task_page_shows_verdict_steps_and_answer(open_page, demo_db):
-    at = open_page(demo_db, TASK, run="agentlab-sample", task="191")
+    at = open_page(demo_db, TASK, run=OPAGENT, task="51")
     text = page_texts(at)
-    assert "Task 191" in text and "$754.99" in text  # the agent's answer
+    assert "Task 51" in text and "$1774.62" in text  # the agent's answer
     assert at.tabs and [t.label for t in at.tabs] == ["Steps", "Alignment", "Network", "Evaluation", "Gold"]
     assert "Step 0" in text and at.select_slider(key="url:step").value == 0
 
 
 def test_wav_task_explains_failure_and_shows_its_trace(open_page, demo_db):
-    at = open_page(demo_db, TASK, run="wav-demo", task="107", tab="Network")
+    at = open_page(demo_db, TASK, run=WAV, task="107", tab="Network")
     text = page_texts(at)
     assert "task_type: expected RETRIEVE" in text  # the engine's sentence, in the header
     assert "50 of 359 events shown" in text  # static resources hidden by default
-    at = open_page(demo_db, TASK, run="wav-demo", task="107", tab="Network", static="true")
+    at = open_page(demo_db, TASK, run=WAV, task="107", tab="Network", static="true")
     assert "359 of 359 events shown" in page_texts(at)
-    at = open_page(demo_db, TASK, run="wav-demo", task="107", tab="Evaluation")
+    at = open_page(demo_db, TASK, run=WAV, task="107", tab="Evaluation")
     assert any(e.label.endswith("AgentResponseEvaluator #0") for e in at.expander)
     assert at.get("download_button")
 
 
 def test_task_without_trace_says_so(open_page, demo_db):
-    at = open_page(demo_db, TASK, run="agentlab-sample", task="162", tab="Network")
+    at = open_page(demo_db, TASK, run=OPAGENT, task="51", tab="Network")
     assert "No network trace for this task" in page_texts(at)
 
 
 def test_task_without_gold_says_so(open_page, demo_db):
     with Store(demo_db, read_only=True) as s:
         (task,) = s.query(
-            "SELECT min(task_id) FROM trajectories WHERE run = 'webarena-render-babelcloud'"
-            " AND task_id NOT IN (SELECT task_id FROM gold_steps)"
+            "SELECT min(task_id) FROM trajectories WHERE run = ? AND task_id NOT IN (SELECT task_id FROM gold_steps)",
+            [BABEL],
         )[0]
-    at = open_page(demo_db, TASK, run="webarena-render-babelcloud", task=str(task), tab="Alignment")
+    at = open_page(demo_db, TASK, run=BABEL, task=str(task), tab="Alignment")
     assert "No human gold for this task" in page_texts(at)
 
 
 def test_alignment_joins_gold_and_agent_steps(open_page, demo_db):
-    at = open_page(demo_db, TASK, run="agentlab-sample", task="162", tab="Alignment")
+    at = open_page(demo_db, TASK, run=OPAGENT, task="2", tab="Alignment")
     table = at.table[0].value
     assert {"human gold", "stated action (plan)", "executed action", "judge", "marks"} <= set(table.columns)
     with Store(demo_db, read_only=True) as s:
         n_gold = s.query(
-            "SELECT count(*) FROM gold_steps WHERE gold_set = 'paper-gold' AND task_id = 162 AND alternative = 0"
+            "SELECT count(*) FROM gold_steps WHERE gold_set = ? AND task_id = 2 AND alternative = 0", [GOLD]
         )[0][0]
-        pairs = s.query("SELECT count(*) FROM alignments WHERE run = 'agentlab-sample' AND task_id = 162")[0][
-            0
-        ]
+        pairs = s.query("SELECT count(*) FROM alignments WHERE run = ? AND task_id = 2", [OPAGENT])[0][0]
     assert (table["gold #"] != "").sum() == n_gold
     assert table["judge"].str.startswith("equivalent").sum() == pairs
     assert "SSR" in [m.label for m in at.metric]
@@ -132,14 +134,14 @@ def test_run_without_metrics_offers_to_compute_them(open_page, demo_db, tmp_path
     db = tmp_path / "demo.duckdb"
     shutil.copy(demo_db, db)
     with Store(db) as s, s.transaction() as cur:
-        cur.execute("DELETE FROM metrics WHERE run = 'agentlab-sample'")
-        cur.execute("DELETE FROM alignments WHERE run = 'agentlab-sample'")
-    at = open_page(db, TASK, run="agentlab-sample", task="162", tab="Alignment")
+        cur.execute("DELETE FROM metrics WHERE run = ?", [OPAGENT])
+        cur.execute("DELETE FROM alignments WHERE run = ?", [OPAGENT])
+    at = open_page(db, TASK, run=OPAGENT, task="2", tab="Alignment")
     assert "Metrics not computed for this configuration" in page_texts(at)
     at.button(key="compute-metrics").click().run()
     assert not at.exception
     with Store(db, read_only=True) as s:
-        assert s.query("SELECT count(*) FROM metrics WHERE run = 'agentlab-sample'")[0][0] == 1
+        assert s.query("SELECT count(*) FROM metrics WHERE run = ?", [OPAGENT])[0][0] == 1
     assert "Metrics not computed for this configuration" not in page_texts(at)
 
 

@@ -1,54 +1,121 @@
-"""`make demo` builds its database from ../shared/data: every demo step lands, or nothing does."""
+"""`make demo` builds its database from ../shared/data where it exists, else from the set shipped in
+data/demo: either way every source lands (or nothing does), and every page has data."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+from demo_support import BABEL, GOLD, OPAGENT, WAV
 
 from core.ingest import demo
+from core.ingest.webarena_render import find_renders
+from core.paths import SHIPPED_DATA, demo_source
 from core.store import Store
 
 
-def test_demo_database_holds_every_source(tmp_path):
+def _check_every_page_has_data(s: Store, runs: dict[str, str], gold: str) -> None:
+    assert s.query("SELECT count(*) FROM tasks")[0][0] == 812
+    assert s.query("SELECT count(*) FROM gold_sets WHERE name = ?", [gold])[0][0] == 1
+    scored = s.query("SELECT count(*) FROM evaluations WHERE run = ? AND source = 'webarena-verified'", [WAV])
+    assert scored[0][0] == 2
+    assert s.query("SELECT count(*) FROM network_events WHERE run = ?", [WAV])[0][0] > 0
+    with_metrics = {r for (r,) in s.query("SELECT DISTINCT run FROM metrics WHERE gold_set = ?", [gold])}
+    assert with_metrics == set(runs) - {WAV}
+    # Every failed task of the demo says why, whatever the run's source (issue 14).
+    unexplained = s.query(
+        "SELECT run, task_id FROM evaluations WHERE status <> 'success'"
+        " AND (explanation IS NULL OR trim(explanation) = '')"
+    )
+    assert unexplained == []
+    # Real multi-step alignments for the review pages, and two runs that share tasks for Compare.
+    assert s.query("SELECT count(DISTINCT task_id) FROM alignments WHERE run = ?", [OPAGENT])[0][0] > 0
+    shared_tasks = s.query(
+        "SELECT count(*) FROM evaluations a JOIN evaluations b USING (task_id) WHERE a.run = ? AND b.run = ?",
+        [BABEL, OPAGENT],
+    )[0][0]
+    assert shared_tasks > 0
+
+
+def _opagent_score(path: Path) -> float:
+    (score,) = [item["score"] for item in json.loads(path.read_text()) if item.get("type") == "evaluation"]
+    return score
+
+
+def _failures(s: Store) -> int:
+    return s.query("SELECT count(*) FROM evaluations WHERE status <> 'success'")[0][0]
+
+
+def test_shipped_demo_holds_every_source(tmp_path):
     path = tmp_path / "demo.duckdb"
     progress = []
-    summary = demo.build_demo(path, on_progress=lambda done, total: progress.append((done, total)))
-    assert len(summary) == len(demo.demo_steps()) and progress[-1][0] == progress[-1][1]
+    summary = demo.build_demo(
+        path, on_progress=lambda done, total: progress.append((done, total)), source="shipped"
+    )
+    assert len(summary) == len(demo.demo_steps("shipped")) + 1 and progress[-1][0] == progress[-1][1]
+    assert summary[0].startswith(f"demo data: {SHIPPED_DATA} ")  # says which source it used
     with Store(path, read_only=True) as s:
         runs = dict(s.query("SELECT name, source_format FROM runs"))
-        assert runs == {
-            "wav-demo": "wav-run",
-            "agentlab-sample": "agentlab",
-            "webarena-render-babelcloud": "webarena-render",
-            "opagent": "opagent",
-        }
-        assert s.query("SELECT count(*) FROM tasks")[0][0] == 812
-        assert s.query("SELECT count(*) FROM gold_sets WHERE name = 'paper-gold'")[0][0] == 1
-        scored = s.query(
-            "SELECT count(*) FROM evaluations WHERE run = 'wav-demo' AND source = 'webarena-verified'"
-        )
-        assert scored[0][0] == 2
-        with_metrics = dict(s.query("SELECT run, count(*) FROM metrics GROUP BY run"))
-        assert set(with_metrics) == {"agentlab-sample", "webarena-render-babelcloud", "opagent"}
-        # Every failed task of the demo says why, whatever the run's source (issue 14).
-        unexplained = s.query(
-            "SELECT run, task_id FROM evaluations WHERE status <> 'success'"
-            " AND (explanation IS NULL OR trim(explanation) = '')"
-        )
-        assert unexplained == []
-        assert (
-            s.query("SELECT count(*) FROM evaluations WHERE status <> 'success'")[0][0] == 3 + 1 + 260 + 228
-        )
-        # Real multi-step alignments for the review pages.
-        assert s.query("SELECT count(DISTINCT task_id) FROM alignments WHERE run = 'opagent'")[0][0] > 500
+        assert runs == {WAV: "wav-run", BABEL: "webarena-render", OPAGENT: "opagent"}
+        _check_every_page_has_data(s, runs, GOLD)
+        # The shipped files, each imported: every render, every OpAgent file, and both WebArena-Verified tasks.
+        babel = SHIPPED_DATA.joinpath(*demo.BABELCLOUD)
+        opagent = sorted((SHIPPED_DATA / "oagent-run" / "final_results").glob("*.json"))
+        counts = dict(s.query("SELECT run, count(*) FROM evaluations GROUP BY run"))
+        assert counts == {WAV: 2, BABEL: len(find_renders(babel)), OPAGENT: len(opagent)}
+        # Failures as the files record them: babelcloud's FAIL lines, OpAgent's scores below 1, and 107.
+        fails = sum("[Result] (FAIL)" in p.read_text() for p in (babel / "log_files").glob("*.log"))
+        op_fails = sum(_opagent_score(p) != 1.0 for p in opagent)
+        assert _failures(s) == fails + op_fails + 1
     assert not path.with_name(path.name + ".building").exists()
 
 
+def test_full_demo_holds_every_source(full_demo_db: Path):
+    with Store(full_demo_db, read_only=True) as s:
+        runs = dict(s.query("SELECT name, source_format FROM runs"))
+        assert runs == {
+            WAV: "wav-run",
+            "agentlab-sample": "agentlab",
+            BABEL: "webarena-render",
+            OPAGENT: "opagent",
+        }
+        _check_every_page_has_data(s, runs, demo.GOLD_SETS["shared"])
+        # The whole runs: babelcloud's 812 tasks (260 FAIL) and OpAgent's 809 (228 below 1.0).
+        assert _failures(s) == 3 + 1 + 260 + 228
+        assert s.query("SELECT count(DISTINCT task_id) FROM alignments WHERE run = ?", [OPAGENT])[0][0] > 500
+
+
+def test_demo_source_follows_the_shared_data(tmp_path, monkeypatch):
+    """No ../shared/data: `trajreview demo` builds from the shipped set and says so; asking for the shared
+    data there is one line, not a traceback."""
+    monkeypatch.setenv("TRAJREVIEW_SHARED_DATA", str(tmp_path / "absent"))
+    assert demo_source() == "shipped"
+    db = tmp_path / "demo.duckdb"
+    cli = [sys.executable, "-m", "core.cli.main", "--db", str(db), "demo", "--build-only"]
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "the demo set shipped in the repository" in done.stdout and db.exists()
+    again = subprocess.run(cli, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "exists; --rebuild builds it again" in again.stdout
+    shared = subprocess.run(
+        [*cli, "--rebuild", "--source", "shared"], capture_output=True, text=True, timeout=60
+    )
+    assert (
+        shared.returncode == 2
+        and shared.stderr.startswith("error: ")
+        and len(shared.stderr.splitlines()) == 1
+    )
+
+
 def test_failed_demo_build_leaves_nothing(tmp_path, monkeypatch):
-    def broken(store):
+    def broken(store, root):
         raise RuntimeError("step failed")
 
-    monkeypatch.setattr(demo, "demo_steps", lambda: [demo._tasks, broken])
+    monkeypatch.setattr(demo, "demo_steps", lambda source: [demo._tasks, broken])
     path = tmp_path / "demo.duckdb"
     with pytest.raises(RuntimeError):
-        demo.build_demo(path)
+        demo.build_demo(path, source="shipped")
     assert not path.exists() and not path.with_name(path.name + ".building").exists()

@@ -12,9 +12,9 @@ from tests.test_scoring_conformance import MATRIX_CONFIG, _entry
 
 
 @pytest.fixture(scope="session")
-def template(shared_data: Path) -> dict:
+def template(shipped_data: Path) -> dict:
     return json.loads(
-        (shared_data / "webarena-verified" / "test-assets" / "har_entry_template.json").read_text()
+        (shipped_data / "webarena-verified" / "test-assets" / "har_entry_template.json").read_text()
     )
 
 

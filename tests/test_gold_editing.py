@@ -1,5 +1,5 @@
-"""Editing the paper's gold (../shared/data/human-gold): versions against a base, conflicts, history,
-diff, restore, drafts from a trajectory, stale metrics, and export → import round trips."""
+"""Editing gold: the paper's (../shared/data/human-gold) for versions against a base, conflicts, history,
+diff, restore and export → import round trips; the demo's for drafts from a trajectory and stale metrics."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from demo_support import GOLD
 
 from core.errors import InputError, NotFound
 from core.gold import editing as ge
@@ -201,26 +202,26 @@ def test_draft_from_a_trajectory_and_stale_metrics_recomputed(demo_db: Path, tmp
     shutil.copy(demo_db, path)
     with Store(path) as store:
         (episode,) = store.query(
-            "SELECT episode FROM trajectories WHERE run = 'opagent' AND task_id = 101 AND is_answer"
+            "SELECT episode FROM trajectories WHERE run = 'opagent' AND task_id = 603 AND is_answer"
         )[0]
         executed = store.query(
-            "SELECT count(*) FROM steps WHERE run = 'opagent' AND task_id = 101 AND episode = ?"
+            "SELECT count(*) FROM steps WHERE run = 'opagent' AND task_id = 603 AND episode = ?"
             " AND executed_action IS NOT NULL",
             [episode],
         )[0][0]
-        draft = ge.draft_from_trajectory(store, "opagent", 101, episode)
+        draft = ge.draft_from_trajectory(store, "opagent", 603, episode)
         assert len(draft) == executed > 0 and all(t.strip() == t and t for t in draft)
         computed = store.query(
-            "SELECT DISTINCT run FROM metrics WHERE task_id = 101 AND gold_set = 'paper-gold' ORDER BY 1"
+            "SELECT DISTINCT run FROM metrics WHERE task_id = 603 AND gold_set = ? ORDER BY 1", [GOLD]
         )
-        assert ge.stale_metrics(store, 101, "paper-gold") == []
-        ge.save_gold(store, "paper-gold", 101, [draft[:3]], "ann", "from the agent", 1)
-        stale = ge.stale_metrics(store, 101, "paper-gold")
+        assert ge.stale_metrics(store, 603, GOLD) == []
+        ge.save_gold(store, GOLD, 603, [draft[:3]], "ann", "from the agent", 1)
+        stale = ge.stale_metrics(store, 603, GOLD)
         assert sorted({r["run"] for r in stale}) == [r for (r,) in computed] and len(computed) >= 2
         assert {(r["gold_version"], r["current_version"]) for r in stale} == {(1, 2)}
-        assert ge.stale_metrics(store, 102, "paper-gold") == []  # other tasks are not touched
-        assert ge.recompute_stale(store, 101, "paper-gold") == len(computed)
-        assert ge.stale_metrics(store, 101, "paper-gold") == []
+        assert ge.stale_metrics(store, 2, GOLD) == []  # other tasks are not touched
+        assert ge.recompute_stale(store, 603, GOLD) == len(computed)
+        assert ge.stale_metrics(store, 603, GOLD) == []
         assert store.query(
-            "SELECT DISTINCT gold_version, n_gold FROM metrics WHERE task_id = 101 AND gold_set = 'paper-gold'"
+            "SELECT DISTINCT gold_version, n_gold FROM metrics WHERE task_id = 603 AND gold_set = ?", [GOLD]
         ) == [(2, 3)]

@@ -33,13 +33,13 @@ HARS = ("webarena-verified/demo-run/107/network.har", "webarena-verified/test-as
 
 
 @pytest.fixture(scope="session", params=HARS, ids=["demo-run", "test-assets"])
-def real_har(request, shared_data: Path) -> Path:
-    return shared_data / request.param
+def real_har(request, shipped_data: Path) -> Path:
+    return shipped_data / request.param
 
 
 @pytest.fixture(scope="session")
-def demo_har(shared_data: Path) -> Path:
-    return shared_data / HARS[0]
+def demo_har(shipped_data: Path) -> Path:
+    return shipped_data / HARS[0]
 
 
 def _entries(path: Path) -> list[dict]:
@@ -139,9 +139,9 @@ def test_missing_file(tmp_path: Path):
         load_trace_entries(tmp_path / "nope.har")
 
 
-def test_playwright_trace_zip_and_network_file(shared_data: Path, tmp_path: Path):
+def test_playwright_trace_zip_and_network_file(shipped_data: Path, tmp_path: Path):
     template = json.loads(
-        (shared_data / "webarena-verified/test-assets/playwright-trace-nav-template.json").read_text()
+        (shipped_data / "webarena-verified/test-assets/playwright-trace-nav-template.json").read_text()
     )
     lines = [{"type": "before", "callId": "x"}]
     for i, url in enumerate(["http://localhost:7780/admin", "http://localhost:7780/static/app.js"]):
@@ -205,9 +205,9 @@ def _ours(path: Path) -> list[dict] | None:
         return None
 
 
-def test_odd_playwright_traces_read_as_the_engine_reads_them(shared_data: Path, tmp_path: Path):
+def test_odd_playwright_traces_read_as_the_engine_reads_them(shipped_data: Path, tmp_path: Path):
     template = json.loads(
-        (shared_data / "webarena-verified/test-assets/playwright-trace-nav-template.json").read_text()
+        (shipped_data / "webarena-verified/test-assets/playwright-trace-nav-template.json").read_text()
     )
     differences, outcomes = [], set()
     for n, (case, data) in enumerate(_odd_playwright_traces(template).items()):

@@ -169,6 +169,7 @@ def test_embedding_stage_is_optional():
             embeddings.EmbeddingStage()
 
 
+@pytest.mark.embeddings
 @pytest.mark.skipif(
     not importlib.import_module("core.measure.judge.embeddings").available()[0], reason="no [embeddings]"
 )

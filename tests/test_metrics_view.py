@@ -3,6 +3,8 @@ paradigm view."""
 
 from __future__ import annotations
 
+from demo_support import GOLD
+
 from core.queries import metrics_view as mv
 from core.store import Store
 
@@ -13,18 +15,19 @@ def test_choices_table7_and_paradigms(demo_db):
     with Store(demo_db, read_only=True) as s:
         choices = mv.metric_choices(s, RUNS)
         assert choices.iloc[0][["gold_set", "judge_config", "preset", "runs"]].tolist() == [
-            "paper-gold", "offline", "default", 2,
+            GOLD, "offline", "default", 2,
         ]  # fmt: skip
-        seven = mv.paper_table(s, "Table 7", RUNS, "paper-gold", "offline", "default").set_index("run")
+        seven = mv.paper_table(s, "Table 7", RUNS, GOLD, "offline", "default").set_index("run")
         counts = dict(
             s.query(
                 "SELECT run, count(*) FILTER (WHERE coalesce(n_requirements, 0) < 2) FROM metrics"
-                " WHERE gold_set = 'paper-gold' GROUP BY run"
+                " WHERE gold_set = ? GROUP BY run",
+                [GOLD],
             )
         )
         assert seven.loc["opagent", "left_out"] == counts["opagent"]
         assert seven.loc["opagent", "left_out_why"] == f"fewer_than_2_requirements {counts['opagent']}"
-        view = mv.paradigm_view(s, RUNS, "paper-gold", "offline", "default")
+        view = mv.paradigm_view(s, RUNS, GOLD, "offline", "default")
         assert view["paradigm"].tolist() == ["step_by_step", "step_by_step", "unknown"]
         opagent = view.set_index("run").loc["opagent"]
         n = s.query("SELECT count(ssr) FROM metrics WHERE run = 'opagent'")[0][0]

@@ -52,14 +52,14 @@ def test_every_table_round_trips(demo_db, exported: Path):
 def test_one_run_and_bad_targets(demo_db, tmp_path: Path, exported: Path):
     out = tmp_path / "one"
     result = CliRunner().invoke(
-        app, ["--db", str(demo_db), "export", "parquet", str(out), "--run", "agentlab-sample"]
+        app, ["--db", str(demo_db), "export", "parquet", str(out), "--run", "opagent"]
     )
     assert result.exit_code == 0, result.output
     con = duckdb.connect()
     runs = con.execute(
         f"SELECT DISTINCT run FROM read_parquet('{out}/trajectories/**/*.parquet', hive_partitioning = true)"
     ).fetchall()
-    assert runs == [("agentlab-sample",)]
+    assert runs == [("opagent",)]
     assert con.execute(f"SELECT count(*) FROM read_parquet('{out}/tasks/*.parquet')").fetchone()[0] == 812
     # An existing export is never overwritten; a missing run is one line, nothing written.
     result = CliRunner().invoke(app, ["--db", str(demo_db), "export", "parquet", str(exported)])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from apptest_support import page_texts
+from demo_support import BABEL, GOLD, OPAGENT, WAV
 from streamlit.testing.v1 import AppTest
 
 from core.store import Store
@@ -13,7 +14,6 @@ from core.store import Store
 BREAKDOWNS, COMPARE, METRICS, TRIAGE = (
     "views/breakdowns.py", "views/compare.py", "views/metrics.py", "views/triage.py",
 )  # fmt: skip
-BABEL, OPAGENT = "webarena-render-babelcloud", "opagent"
 
 
 def _figure(at: AppTest) -> dict:
@@ -22,10 +22,10 @@ def _figure(at: AppTest) -> dict:
 
 
 def test_breakdowns_cold_url_shows_the_chosen_runs_and_dimension(open_page, demo_db):
-    at = open_page(demo_db, BREAKDOWNS, runs=[BABEL, "agentlab-sample"], dim="task type", img="svg")
-    assert at.multiselect(key="url:runs").value == [BABEL, "agentlab-sample"]
+    at = open_page(demo_db, BREAKDOWNS, runs=[BABEL, OPAGENT], dim="task type", img="svg")
+    assert at.multiselect(key="url:runs").value == [BABEL, OPAGENT]
     figure = _figure(at)
-    assert {trace["name"] for trace in figure["data"]} == {BABEL, "agentlab-sample"}
+    assert {trace["name"] for trace in figure["data"]} == {BABEL, OPAGENT}
     babel = next(t for t in figure["data"] if t["name"] == BABEL)
     assert set(babel["y"]) == {"retrieve", "mutate", "navigate"}
     # Every bar carries the run and value a click sends to Triage, and its counts.
@@ -38,7 +38,7 @@ def test_breakdowns_cold_url_shows_the_chosen_runs_and_dimension(open_page, demo
         )[0]
     assert any(text.endswith(f"{passed}/{n}") for text in babel["text"])
     table = at.dataframe[0].value
-    assert set(table["run"]) == {BABEL, "agentlab-sample"} and "task type" in table.columns
+    assert set(table["run"]) == {BABEL, OPAGENT} and "task type" in table.columns
     assert len(at.get("download_button")) == 2  # CSV and xlsx
     [chart] = at.get("plotly_chart")
     assert json.loads(chart.proto.config)["toImageButtonOptions"]["format"] == "svg"  # img=svg
@@ -71,21 +71,25 @@ def test_triage_takes_the_breakdown_filters_from_the_url(open_page, demo_db):
     at = open_page(demo_db, TRIAGE, run=BABEL, type="navigate", hard="hard")
     table = at.dataframe[0].value
     with Store(demo_db, read_only=True) as s:
-        expected = s.query("SELECT count(*) FROM tasks WHERE task_type = 'navigate' AND in_hard_subset")[0][0]
-    assert len(table) == expected and set(table["task_type"]) == {"navigate"}
+        expected = s.query(
+            "SELECT count(*) FROM evaluations JOIN tasks USING (task_id) WHERE run = ? AND task_type = 'navigate'"
+            " AND in_hard_subset",
+            [BABEL],
+        )[0][0]
+    assert expected > 0 and len(table) == expected and set(table["task_type"]) == {"navigate"}
 
 
 def test_compare_cold_url_shows_outcomes_test_and_both_task_views(open_page, demo_db):
-    at = open_page(demo_db, COMPARE, a=BABEL, b=OPAGENT, flip="B only", task="29")
+    at = open_page(demo_db, COMPARE, a=BABEL, b=OPAGENT, flip="B only", task="603")
     assert at.selectbox(key="url:a").value == BABEL and at.selectbox(key="url:b").value == OPAGENT
     labels = [m.label for m in at.metric]
     assert "McNemar exact p" in labels and "B − A [95 % CI]" in labels
     two_by_two = at.dataframe[0].value
     assert list(two_by_two.columns) == ["B passed", "B failed"]
     flips = next(d.value for d in at.dataframe if "outcome" in d.value.columns)
-    assert set(flips["outcome"]) == {"B only"} and 29 in set(flips["task_id"])
+    assert set(flips["outcome"]) == {"B only"} and 603 in set(flips["task_id"])
     text = page_texts(at)
-    assert text.count("Task 29") == 2  # both runs' task views, side by side
+    assert text.count("Task 603") == 2  # both runs' task views, side by side
     links = [link.proto.page for link in at.get("page_link")]
     assert len(links) >= 2
 
@@ -102,12 +106,12 @@ def test_compare_defaults_same_run_and_unknown_run(open_page, demo_db):
 
 def test_metrics_cold_url_shows_each_table_with_n_and_left_out(open_page, demo_db):
     runs = [OPAGENT, BABEL]
-    at = open_page(demo_db, METRICS, runs=runs, gold="paper-gold", judge="offline", table="Table 4")
+    at = open_page(demo_db, METRICS, runs=runs, gold=GOLD, judge="offline", table="Table 4")
     table = at.dataframe[-1].value
     ssr = table[(table["run"] == OPAGENT) & (table["metric"] == "ssr")].iloc[0]
     with Store(demo_db, read_only=True) as s:
         n, tasks = s.query(
-            "SELECT count(ssr), count(*) FROM metrics WHERE run = ? AND gold_set = 'paper-gold'", [OPAGENT]
+            "SELECT count(ssr), count(*) FROM metrics WHERE run = ? AND gold_set = ?", [OPAGENT, GOLD]
         )[0]
     assert ssr["n"] == n and ssr["left_out"] == tasks - n and f"n={n}" in ssr["mean [95 % CI]"]
     babel_ssr = table[(table["run"] == BABEL) & (table["metric"] == "ssr")].iloc[0]
@@ -129,7 +133,7 @@ def test_metrics_cold_url_shows_each_table_with_n_and_left_out(open_page, demo_d
 
 
 def test_metrics_paradigm_view_groups_runs(open_page, demo_db):
-    at = open_page(demo_db, METRICS, runs=[OPAGENT, BABEL, "wav-demo"], table="Planning paradigms")
+    at = open_page(demo_db, METRICS, runs=[OPAGENT, BABEL, WAV], table="Planning paradigms")
     groups = [m.value for m in at.markdown if m.value.startswith("**")]
     assert "**step by step**" in groups and "**unknown**" in groups
     step = next(d.value for d in at.dataframe if OPAGENT in set(d.value.get("run", [])))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from demo_support import BABEL, OPAGENT, WAV
 
 from core.queries import network, runs, task, triage
 from core.queries.records import field_docs
@@ -29,46 +30,57 @@ def test_runs_table_counts_match_the_evaluations(demo):
         assert row["successes"] + row["failures"] + row["errors"] == row["scored"]
         if row["scored"]:
             assert row["ci_low"] <= row["success_rate"] <= row["ci_high"]
-    # agentlab-sample: five answer attempts crashed or were interrupted and carry no verdict of their own:
-    # they are errors (never successes, never silently dropped).
-    crashed = demo.query(
-        "SELECT count(*) FROM trajectories t WHERE run = 'agentlab-sample' AND is_answer"
-        " AND termination IN ('error', 'interrupted')"
-        " AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.run = t.run AND e.task_id = t.task_id)"
-    )[0][0]
+
+
+def test_crashed_attempts_are_errors(full_demo_db):
+    """agentlab-sample: five answer attempts crashed or were interrupted and carry no verdict of their own:
+    they are errors (never successes, never silently dropped)."""
+    with Store(full_demo_db, read_only=True) as demo:
+        table = runs.runs_table(demo).set_index("run")
+        crashed = demo.query(
+            "SELECT count(*) FROM trajectories t WHERE run = 'agentlab-sample' AND is_answer"
+            " AND termination IN ('error', 'interrupted')"
+            " AND NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.run = t.run AND e.task_id = t.task_id)"
+        )[0][0]
     assert crashed == 5 and table.loc["agentlab-sample", "errors"] == crashed
     assert table.loc["agentlab-sample", "tasks"] == table.loc["agentlab-sample", "scored"] == 11
 
 
 def test_success_by_site_uses_the_official_buckets(demo):
-    per_site = runs.success_by_site(demo, "webarena-render-babelcloud").set_index("site")
-    assert per_site["scored"].sum() == 812
+    per_site = runs.success_by_site(demo, BABEL).set_index("site")
+    assert (
+        per_site["scored"].sum()
+        == demo.query("SELECT count(*) FROM evaluations WHERE run = ?", [BABEL])[0][0]
+    )
     assert "gitlab-reddit" in per_site.index  # multi-site tasks are their own bucket
     expected = demo.query(
         "SELECT count(*) FILTER (WHERE e.status = 'success'), count(*) FROM evaluations e JOIN tasks t USING (task_id)"
-        " WHERE e.run = 'webarena-render-babelcloud' AND t.site_key = 'map'"
+        " WHERE e.run = ? AND t.site_key = 'map'",
+        [BABEL],
     )[0]
     assert (per_site.loc["map", "successes"], per_site.loc["map", "scored"]) == expected
 
 
 def test_triage_filter_search_sort_and_neighbours(demo):
-    table = triage.triage_table(demo, "webarena-render-babelcloud")
-    assert len(table) == 812 and len(set(table.task_ids())) == 812
-    failed_gitlab = triage.apply_filter(table, triage.TriageFilter(sites=("gitlab",), verdicts=("failure",)))
-    assert {r.site for r in failed_gitlab.rows} == {"gitlab"} and {r.verdict for r in failed_gitlab.rows} == {
-        "failure"
-    }
+    table = triage.triage_table(demo, BABEL)
+    n = demo.query("SELECT count(DISTINCT task_id) FROM trajectories WHERE run = ?", [BABEL])[0][0]
+    assert len(table) == n and len(set(table.task_ids())) == n
+    failed_shopping = triage.apply_filter(
+        table, triage.TriageFilter(sites=("shopping",), verdicts=("failure",))
+    )
+    assert {r.site for r in failed_shopping.rows} == {"shopping"}
+    assert {r.verdict for r in failed_shopping.rows} == {"failure"} and len(failed_shopping) >= 3
     without_gold = triage.apply_filter(table, triage.TriageFilter(has_gold="without gold"))
     assert not any(r.has_gold for r in without_gold.rows)
-    assert len(without_gold) == 812 - sum(r.has_gold for r in table.rows)
+    assert len(without_gold) == n - sum(r.has_gold for r in table.rows)
     by_steps = triage.apply_filter(table, triage.TriageFilter(sort="steps (most first)"))
     steps = [r.steps for r in by_steps.rows if r.steps is not None]
     assert steps == sorted(steps, reverse=True) and by_steps.rows[-1].steps is None or None not in steps
     found = triage.apply_filter(table, triage.TriageFilter(text="YOGA STRAP"))  # case-insensitive, in answers
     assert 2 in set(found.task_ids())
-    ordered = failed_gitlab.task_ids()
+    ordered = failed_shopping.task_ids()
     prev_, next_ = triage.task_neighbours(
-        table, triage.TriageFilter(sites=("gitlab",), verdicts=("failure",)), ordered[1]
+        table, triage.TriageFilter(sites=("shopping",), verdicts=("failure",)), ordered[1]
     )
     assert (prev_, next_) == (ordered[0], ordered[2])
     assert triage.neighbours([1, 2, 3, 4], {1, 4}, 2) == (1, 4)  # a passed task's neighbours are failed ones
@@ -83,14 +95,12 @@ def test_filter_fingerprint_changes_with_every_field():
 
 
 def test_network_filters_run_in_the_database(demo):
-    counts = network.event_count(demo, "wav-demo", 107)
-    hidden = network.events(demo, "wav-demo", 107)
+    counts = network.event_count(demo, WAV, 107)
+    hidden = network.events(demo, WAV, 107)
     assert len(hidden) == counts["events"] - counts["static"]
-    redirects = network.events(
-        demo, "wav-demo", 107, network.EventFilter(show_static=True, status_classes=("3xx",))
-    )
+    redirects = network.events(demo, WAV, 107, network.EventFilter(show_static=True, status_classes=("3xx",)))
     assert len(redirects) > 0 and all(300 <= s < 400 for s in redirects["status"])
-    detail = network.event_detail(demo, "wav-demo", 107, int(hidden["seq"].iloc[0]))
+    detail = network.event_detail(demo, WAV, 107, int(hidden["seq"].iloc[0]))
     assert detail["url"] == hidden["url"].iloc[0] and isinstance(detail["request_headers"], dict)
 
 
@@ -115,21 +125,24 @@ def test_app_cache_is_keyed_by_arguments_and_database_fingerprint(demo_db, tmp_p
     path = tmp_path / "cache.duckdb"
     shutil.copy(demo_db, path)
     monkeypatch.setenv("TRAJREVIEW_DB", str(path))
-    a = db.read(triage.triage_table, "agentlab-sample")
-    b = db.read(triage.triage_table, "webarena-render-babelcloud")
-    assert len(a) == 11 and len(b) == 812  # one run's rows never answer for another run
+    a = db.read(triage.triage_table, OPAGENT)
+    b = db.read(triage.triage_table, BABEL)
+    with Store(path, read_only=True) as s:
+        counts = dict(s.query("SELECT run, count(*) FROM evaluations GROUP BY run"))
+    assert (len(a), len(b)) == (counts[OPAGENT], counts[BABEL])  # one run's rows never answer for another
+    assert len(a) != len(b)
     with pytest.raises(TypeError, match="module-level core function"):
         db.read(lambda store: runs.runs_table(store))
     before = db.fingerprint()
     with Store(path) as s, s.transaction() as cur:
-        cur.execute("DELETE FROM evaluations WHERE run = 'agentlab-sample' AND task_id = 191")
+        cur.execute("DELETE FROM evaluations WHERE run = ? AND task_id = 51", [OPAGENT])
     assert db.fingerprint() != before
-    after = db.read(triage.triage_table, "agentlab-sample")
+    after = db.read(triage.triage_table, OPAGENT)
     # The same call after the write reads the new state: the evaluation row is gone, so the verdict now
     # comes from the episode's own success flag.
-    assert a.row(191).verdict_source == "source-reward"
-    assert after.row(191).verdict_source == "source-success"
-    assert after.row(191).verdict == "failure"
+    assert a.row(51).verdict_source == "opagent-score"
+    assert after.row(51).verdict_source == "source-success"
+    assert after.row(51).verdict == "failure"
 
 
 def _reference_filter(rows: list[triage.TriageRow], f: triage.TriageFilter) -> list[int]:
@@ -213,11 +226,11 @@ def test_typed_triage_rows_filter_and_sort_as_documented(demo):
 def test_task_header_is_a_typed_picklable_record(demo):
     import pickle
 
-    header = task.task_header(demo, "wav-demo", 107)
+    header = task.task_header(demo, WAV, 107)
     assert isinstance(header, task.TaskHeader) and header.verdict == "failure"
     assert (
         header.explanations and header.agent_answer == header.response_raw
     )  # no trajectory: the response file
     assert pickle.loads(pickle.dumps(header)) == header  # noqa: S301 (our own bytes: the app cache pickles it)
     assert all(info.description for info in task.TaskHeader.model_fields.values())
-    assert task.task_header(demo, "wav-demo", 5) is None
+    assert task.task_header(demo, WAV, 5) is None

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 from browser_support import CHROMIUM, CHROMIUM_ARGS, chromium_available
+from demo_support import BABEL, OPAGENT
 from typer.testing import CliRunner
 
 from core.cli.main import app
 from core.store import Store
 
-RUNS = ("webarena-render-babelcloud", "opagent", "agentlab-sample")
+RUNS = (BABEL, OPAGENT)
 HOSTILE = "<img src=x onerror=\"document.title='pwned'\">"
 
 
@@ -27,7 +28,7 @@ def report(demo_db, tmp_path_factory) -> Path:
     with Store(db) as s, s.transaction() as cur:
         cur.execute(
             "INSERT INTO annotations (run, task_id, target, label, author, created_at)"
-            " VALUES ('agentlab-sample', 162, 'task', ?, 'test', now())",
+            " VALUES ('opagent', 2, 'task', ?, 'test', now())",
             [HOSTILE],
         )
     out = tmp / "report.html"
@@ -41,7 +42,7 @@ def test_report_is_one_file_with_tables_cis_and_escaped_text(report: Path):
     text = report.read_text(encoding="utf-8")
     assert "<script src=" not in text and "cdn.plot.ly" not in text.split("</script>")[-1]
     assert HOSTILE not in text and "&lt;img src=x" in text
-    for heading in ("Success by site", "Success by task type", "Table 4", "Comparison: agentlab-sample against opagent",
+    for heading in ("Success by site", "Success by task type", "Table 4", f"Comparison: {OPAGENT} against {BABEL}",
                     "Planning paradigms"):  # fmt: skip
         assert heading in text
     assert "McNemar exact p" in text and "left_out_why" in text
@@ -94,6 +95,11 @@ def test_default_report_compares_runs_that_share_tasks(demo_db, tmp_path):
     result = CliRunner().invoke(app, ["--db", str(demo_db), "report", "--html", str(out)])
     assert result.exit_code == 0, result.output
     text = out.read_text(encoding="utf-8")
-    assert "Comparison: opagent against webarena-render-babelcloud" in text
+    assert f"Comparison: {OPAGENT} against {BABEL}" in text
     paired = re.search(r"paired over (\d+) tasks both scored", text)
-    assert paired and int(paired.group(1)) > 700
+    with Store(demo_db, read_only=True) as s:
+        both = s.query(
+            "SELECT count(*) FROM evaluations a JOIN evaluations b USING (task_id) WHERE a.run = ? AND b.run = ?",
+            [BABEL, OPAGENT],
+        )[0][0]
+    assert paired and int(paired.group(1)) == both > 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from demo_support import GOLD
 from streamlit.testing.v1 import AppTest
 
 from core.store import Store
@@ -51,7 +52,7 @@ def test_marks_need_a_name_then_write_one_row_each(open_page, db, task_id):
     _mark_controls(at)[1].set_value("right").run()
     rows = _annotations(db, "judgment")
     assert [(r["label"], r["author"]) for r in rows] == [("wrong", "Ada Reviewer"), ("right", "Ada Reviewer")]
-    assert all(r["run"] == RUN and r["task_id"] == task_id and r["gold_set"] == "paper-gold" for r in rows)
+    assert all(r["run"] == RUN and r["task_id"] == task_id and r["gold_set"] == GOLD for r in rows)
     assert {r["judge_verdict"] for r in rows} <= {True, False}
     assert any(f"2 of {len(controls)} pairs marked" in m.value for m in at.markdown)
     assert [c.value for c in _mark_controls(at)[:2]] == ["wrong", "right"]  # read back after the rerun
@@ -132,7 +133,7 @@ def test_read_only_instance_shows_no_write_control(open_page, db, task_id):
         from core.review.annotations import PairMark, annotate, mark_pairs
 
         annotate(s, "task", "Ada", run=RUN, task_id=task_id, label="wrong element", note="seen")
-        mark_pairs(s, [PairMark(RUN, task_id, "0", "paper-gold", 1, 0, 0, 0, "offline", True, "rule", 1.0, "right")],
+        mark_pairs(s, [PairMark(RUN, task_id, "0", GOLD, 1, 0, 0, 0, "offline", True, "rule", 1.0, "right")],
                    "Ada")  # fmt: skip
     before = fingerprint(db)
     pages = [

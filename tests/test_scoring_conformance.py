@@ -30,8 +30,8 @@ MATRIX_CONFIG = {"environments": {k: {"urls": [v]} for k, v in ORIGINS.items()}}
 
 
 @pytest.fixture(scope="session")
-def wv_dir(shared_data: Path) -> Path:
-    return shared_data / "webarena-verified"
+def wv_dir(shipped_data: Path) -> Path:
+    return shipped_data / "webarena-verified"
 
 
 @pytest.fixture(scope="session")

@@ -28,8 +28,8 @@ from core.store import insert_rows
 
 
 @pytest.fixture(scope="session")
-def wv_dir(shared_data: Path) -> Path:
-    return shared_data / "webarena-verified"
+def wv_dir(shipped_data: Path) -> Path:
+    return shipped_data / "webarena-verified"
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+from demo_support import GOLD, OPAGENT
 from typer.testing import CliRunner
 
 from core.cli.main import app
@@ -19,23 +20,27 @@ def _show(db, *args):
 
 
 def test_show_json_carries_what_the_task_page_shows(demo_db):
-    result = _show(demo_db, "--run", "agentlab-sample", "--task", "162", "--format", "json")
+    result = _show(demo_db, "--run", OPAGENT, "--task", "414", "--format", "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     with Store(demo_db, read_only=True) as s:
         n_steps = s.query(
             "SELECT count(*) FROM steps s JOIN trajectories t USING (run, task_id, episode)"
-            " WHERE s.run = 'agentlab-sample' AND s.task_id = 162 AND t.is_answer"
+            " WHERE s.run = ? AND s.task_id = 414 AND t.is_answer",
+            [OPAGENT],
         )[0][0]
         psr_reason = json.loads(
-            s.query("SELECT null_reasons FROM metrics WHERE run = 'agentlab-sample' AND task_id = 162")[0][0]
+            s.query("SELECT null_reasons FROM metrics WHERE run = ? AND task_id = 414", [OPAGENT])[0][0]
         )["psr"]
-    assert report["verdict"] == "failure" and report["verdict_source"] == "source-reward"
-    assert len(report["steps"]) == n_steps and report["steps"][0]["readable"].startswith("Type")
+        n_gold = s.query(
+            "SELECT count(*) FROM gold_steps WHERE gold_set = ? AND task_id = 414 AND alternative = 0", [GOLD]
+        )[0][0]
+    assert report["verdict"] == "failure" and report["verdict_source"] == "opagent-score"
+    assert len(report["steps"]) == n_steps == 6 and report["steps"][1]["readable"].startswith("Click")
     (metrics,) = report["metrics"]
     assert metrics["psr"] is None and psr_reason == "no_requirements"
     assert "no requirements" in metrics["null_reasons"]["psr"]  # the reason in words, not a bare NULL
-    assert report["alignment"]["n_gold"] == 3 and report["alignment"]["matched"] >= 1
+    assert report["alignment"]["n_gold"] == n_gold and report["alignment"]["matched"] >= 1
 
 
 def test_show_table_explains_an_engine_failure(demo_db):

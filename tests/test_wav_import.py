@@ -22,8 +22,8 @@ TASKS = (107, 108)
 
 
 @pytest.fixture(scope="session")
-def wav(shared_data: Path) -> Path:
-    return shared_data / "webarena-verified"
+def wav(shipped_data: Path) -> Path:
+    return shipped_data / "webarena-verified"
 
 
 @pytest.fixture(scope="session")

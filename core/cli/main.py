@@ -12,7 +12,7 @@ import typer
 
 from core import __version__
 from core.cli import ui
-from core.errors import TrajreviewError
+from core.errors import InputError, TrajreviewError
 
 app = typer.Typer(
     help="Review WebArena agent runs: import, score, explain, measure, browse.",
@@ -134,18 +134,32 @@ def demo(
         bool, typer.Option("--build-only", help="Build the demo database, do not serve.")
     ] = False,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Rebuild even if the database exists.")] = False,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            help="shared: ../shared/data (whole runs); shipped: the demo set in data/demo. "
+            "Default: shared where it exists, else shipped."
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8501,
 ) -> None:
-    """Build a database with illustrative demo data from ../shared/data, then serve it."""
+    """Build a database of real demo data (../shared/data where it exists, else the set shipped in
+    data/demo), then serve it."""
     from core.ingest.demo import DEMO_DB, build_demo
 
+    if source not in (None, "shared", "shipped"):
+        raise InputError("--source", f"{source!r} is not one of: shared, shipped")
     db = ui.db_path(ctx) or DEMO_DB
     if rebuild or not db.exists():
         with ui.progress_bar("building demo database") as progress:
-            summary = build_demo(db, on_progress=progress)
+            summary = build_demo(db, on_progress=progress, source=source)
         for line in summary:
-            ui.console.print(line)
+            ui.console.print(line, markup=False, highlight=False)
+    else:
+        ui.console.print(
+            f"demo database {db} exists; --rebuild builds it again", markup=False, highlight=False
+        )
     if not build_only:
         _serve(db, host, port)
 

@@ -1,4 +1,10 @@
-"""The demo database: illustrative data from ../shared/data, built once by `make demo`."""
+"""The demo database, built by `make demo` from real public data.
+
+Two sources with the same layout (core.paths): `../shared/data` where it exists (the whole runs, the
+AgentLab sample and the paper's human gold, which we may not redistribute), else the demo set shipped in
+`data/demo` (slices of the Apache-2.0 runs and gold we wrote). Either way every page has data: the same
+run names, a scored WebArena-Verified run with its network trace, failures explained, gold with metrics.
+"""
 
 from __future__ import annotations
 
@@ -6,50 +12,50 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from core.errors import InputError
 from core.ingest.tasks import import_tasks
-from core.paths import REPO_ROOT
+from core.paths import REPO_ROOT, SHIPPED_DATA, DemoSource, demo_source, has_shared_data, shared_data_path
 from core.progress import ProgressCallback
 from core.store import Store
 
 DEMO_DB = REPO_ROOT / "data" / "demo.duckdb"
+BABELCLOUD = ("webarena-render", "babelcloud__webarena", "gbox", "trajectories")
+# The gold each source brings, and the set its metrics are computed against.
+GOLD_SETS: dict[DemoSource, str] = {"shared": "paper-gold", "shipped": "demo-gold"}
 
-# Each step takes the open store and returns a summary line. Later areas append their imports.
-DemoStep = Callable[[Store], str]
+# Each step takes the open store and the data root, and returns a summary line.
+DemoStep = Callable[[Store, Path], str]
 
 
-def _tasks(store: Store) -> str:
+def _tasks(store: Store, root: Path) -> str:
     counts = import_tasks(store, original=True)
     return "tasks: " + ", ".join(f"{name} {n}" for name, n in counts.items())
 
 
-def _agentlab_sample(store: Store) -> str:
+def _agentlab_sample(store: Store, root: Path) -> str:
     # The real BrowserGym/AgentLab sample (13 episodes, every ending); model read from its step files.
     from core.ingest.agentlab import import_agentlab
-    from core.paths import shared_data_dir
 
-    s = import_agentlab(store, shared_data_dir() / "browsergym-run", "agentlab-sample", agent="GenericAgent")
+    s = import_agentlab(store, root / "browsergym-run", "agentlab-sample", agent="GenericAgent")
     return f"agentlab-sample: {s.n_episodes} episodes, {s.n_steps} steps, {s.n_problems} problems"
 
 
-def _wav_demo(store: Store) -> str:
+def _wav_demo(store: Store, root: Path) -> str:
     # The official WebArena-Verified demo run (tasks 107, 108), scored with its demo environment config.
     from core.ingest.wav_run import import_wav_run
-    from core.paths import shared_data_dir
 
-    wav = shared_data_dir() / "webarena-verified"
+    wav = root / "webarena-verified"
     s = import_wav_run(store, wav / "demo-run", "wav-demo", config=wav / "config.demo.json", workers=1)
     return f"wav-demo: {s.n_tasks} tasks, {s.n_events} network events, {s.n_scored} scored"
 
 
-def _webarena_render_babelcloud(store: Store) -> str:
-    # The whole real 812-task babelcloud run, PASS/FAIL from its per-task logs; its agent's session
-    # transcripts become one step per tool call.
+def _webarena_render_babelcloud(store: Store, root: Path) -> str:
+    # The real babelcloud render run (whole, or the shipped slice), PASS/FAIL from its per-task logs; its
+    # agent's session transcripts become one step per tool call.
     from core.ingest.webarena_render import import_webarena_render
-    from core.paths import shared_data_dir
 
-    folder = shared_data_dir() / "webarena-render" / "babelcloud__webarena" / "gbox" / "trajectories"
     s = import_webarena_render(
-        store, folder, "webarena-render-babelcloud", agent="GBOX", paradigm="step_by_step"
+        store, root.joinpath(*BABELCLOUD), "webarena-render-babelcloud", agent="GBOX", paradigm="step_by_step"
     )
     return (
         f"webarena-render-babelcloud: {s.n_tasks} tasks, {s.n_steps} steps (its agent's tool calls, "
@@ -57,71 +63,100 @@ def _webarena_render_babelcloud(store: Store) -> str:
     )
 
 
-def _paper_gold(store: Store) -> str:
-    # The paper's human gold trajectories.
-    from core.ingest.gold import import_gold
-    from core.paths import shared_data_dir
-
-    s = import_gold(store, shared_data_dir() / "human-gold" / "Golden Human Trajectories.xlsx", "paper-gold")
-    return f"paper-gold: {s.n_tasks} tasks, {s.n_alternatives} alternatives, {s.n_flagged} flagged rows"
-
-
-def _opagent(store: Store) -> str:
-    # OpAgent's whole 809-task multi-step run (Apache-2.0), its scores as the run's own verdicts; the
-    # import evaluates it offline too, like every run without traces.
+def _opagent(store: Store, root: Path) -> str:
+    # OpAgent's multi-step run (Apache-2.0), its scores as the run's own verdicts; the import evaluates it
+    # offline too, like every run without traces.
     from core.ingest.opagent import import_opagent
-    from core.paths import shared_data_dir
 
-    s = import_opagent(store, shared_data_dir() / "oagent-run", "opagent", paradigm="step_by_step")
+    s = import_opagent(store, root / "oagent-run", "opagent", paradigm="step_by_step")
     return f"opagent: {s.n_tasks} tasks, {s.n_steps} steps, {s.n_success} successes of {s.n_scored} scored"
 
 
-def _offline_evaluation(store: Store) -> str:
+def _runs_without_traces(store: Store) -> list[str]:
+    return [
+        name
+        for (name,) in store.query("SELECT name FROM runs WHERE source_format <> 'wav-run' ORDER BY name")
+    ]
+
+
+def _offline_evaluation(store: Store, root: Path) -> str:
     # Runs without traces were evaluated offline at import: say how far they agree with their own verdicts.
     from core.scoring.offline.agreement import agreement
 
     parts = []
-    for run in ("agentlab-sample", "webarena-render-babelcloud", "opagent"):
+    for run in _runs_without_traces(store):
         a = agreement(store, run)
         parts.append(f"{run} {a.agree}/{a.all_decidable}")
     return "offline evaluators agree with the runs' own verdicts (all-decidable tasks): " + ", ".join(parts)
 
 
-def _demo_metrics(store: Store) -> str:
+def _gold(name: str, path: Path) -> DemoStep:
+    def step(store: Store, root: Path) -> str:
+        from core.ingest.gold import import_gold
+
+        s = import_gold(store, root / path, name)
+        return f"{name}: {s.n_tasks} tasks, {s.n_alternatives} alternatives, {s.n_flagged} flagged rows"
+
+    return step
+
+
+def _demo_metrics(store: Store, root: Path) -> str:
     # Offline judge: the demo must build without any LLM endpoint; results are marked approximate.
     # Without the optional embedding stage, so the demo builds in seconds (`trajreview metrics` uses it).
     from core.measure.judge.cascade import make_judge
     from core.measure.metrics_run import run_metrics
 
+    (gold,) = store.query("SELECT name FROM gold_sets")[0]
     lines = []
-    for run in ("agentlab-sample", "webarena-render-babelcloud", "opagent"):
+    for run in _runs_without_traces(store):
         judge = make_judge("offline", store, use_embeddings=False)
-        summary = run_metrics(store, run, "paper-gold", judge)
+        summary = run_metrics(store, run, gold, judge)
         lines.append(f"{run} {summary.tasks_with_gold}/{summary.tasks} tasks with gold")
-    return "metrics (offline judge vs paper-gold): " + "; ".join(lines)
+    return f"metrics (offline judge vs {gold}): " + "; ".join(lines)
 
 
-def demo_steps() -> list[DemoStep]:
+def demo_steps(source: DemoSource) -> list[DemoStep]:
+    if source == "shared":
+        return [
+            _tasks, _agentlab_sample, _wav_demo, _webarena_render_babelcloud, _opagent, _offline_evaluation,
+            _gold(GOLD_SETS[source], Path("human-gold") / "Golden Human Trajectories.xlsx"), _demo_metrics,
+        ]  # fmt: skip
     return [
-        _tasks, _agentlab_sample, _wav_demo, _webarena_render_babelcloud, _opagent, _offline_evaluation,
-        _paper_gold, _demo_metrics,
+        _tasks, _wav_demo, _webarena_render_babelcloud, _opagent, _offline_evaluation,
+        _gold(GOLD_SETS[source], Path("gold") / "demo-gold.csv"), _demo_metrics,
     ]  # fmt: skip
 
 
-def build_demo(path: Path = DEMO_DB, on_progress: ProgressCallback | None = None) -> list[str]:
-    """Build into a temporary file and move it into place, so a failed build leaves nothing behind."""
+def data_root(source: DemoSource) -> Path:
+    if source == "shipped":
+        return SHIPPED_DATA
+    if not has_shared_data():
+        raise InputError(shared_data_path(), "no shared data here; build from the shipped set instead")
+    return shared_data_path()
+
+
+def build_demo(
+    path: Path = DEMO_DB, on_progress: ProgressCallback | None = None, source: DemoSource | None = None
+) -> list[str]:
+    """Build into a temporary file and move it into place, so a failed build leaves nothing behind.
+
+    `source` defaults to core.paths.demo_source(): the shared data where it exists, else the shipped set.
+    The first summary line says which was used."""
+    source = source or demo_source()
+    root = data_root(source)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".building")
     tmp.unlink(missing_ok=True)
-    steps = demo_steps()
-    summary = []
+    steps = demo_steps(source)
+    what = "the whole runs" if source == "shared" else "the demo set shipped in the repository"
+    summary = [f"demo data: {root} ({what})"]
     try:
         with Store(tmp) as store:
             for done, step in enumerate(steps):
                 if on_progress:
                     on_progress(done, len(steps))
-                summary.append(step(store))
+                summary.append(step(store, root))
             if on_progress:
                 on_progress(len(steps), len(steps))
         os.replace(tmp, path)

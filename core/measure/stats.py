@@ -94,11 +94,11 @@ def summarize(values: Sequence[float | None]) -> dict[str, float | int | None]:
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
     """Two-sided exact McNemar p-value of paired binary outcomes: under H0 the discordant pairs split
-    50/50, so it is the exact binomial test of `only_a` of `only_a + only_b` at p = 0.5; 1.0 when no pair
-    is discordant (nothing contradicts H0)."""
-    from scipy.stats import binomtest
-
+    50/50, so it is the exact binomial test of `only_a` of `only_a + only_b` at p = 0.5 (twice the smaller
+    tail, capped at 1), in exact integer arithmetic; 1.0 when no pair is discordant (nothing contradicts H0).
+    """
     n = only_a + only_b
     if n == 0:
         return 1.0
-    return float(binomtest(min(only_a, only_b), n, 0.5, alternative="two-sided").pvalue)
+    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1))
+    return min(1.0, 2 * tail / 2**n)

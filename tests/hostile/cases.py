@@ -14,6 +14,7 @@ runs it under pytest.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import os
@@ -40,6 +41,14 @@ class Case:
     expect: str  # refused | problem | imported
     names: str  # what the error line or a problem must name (a file or folder name)
     says: str = ""  # what the error line or that problem must also say (the reason), when it matters
+    needs_shared: bool = False  # builds on a file only ../shared/data has (the AgentLab episodes)
+
+
+def shipped() -> Path:
+    """The demo set shipped in data/demo: real files every case can start from."""
+    from core.paths import SHIPPED_DATA
+
+    return SHIPPED_DATA
 
 
 def shared() -> Path:
@@ -82,7 +91,7 @@ def _link(path: Path, target: Path) -> Path:
 # -- WebArena-Verified run directories and submissions ------------------------------------------------
 def _wav_dir(root: Path, task: str = "107") -> tuple[Path, Path]:
     run = root / "run"
-    src = shared() / "webarena-verified" / "demo-run" / "107"
+    src = shipped() / "webarena-verified" / "demo-run" / "107"
     task_dir = run / task
     task_dir.mkdir(parents=True)
     for name in ("agent_response.json", "network.har"):
@@ -264,7 +273,7 @@ def _member(name: str, data: bytes = b"", kind: bytes = tarfile.REGTYPE, link: s
 
 
 def _real_task(task: str = "107", prefix: str = "sub/") -> list[tuple]:
-    src = shared() / "webarena-verified" / "demo-run" / "107"
+    src = shipped() / "webarena-verified" / "demo-run" / "107"
     return [
         _member(f"{prefix}{task}/{n}", (src / n).read_bytes()) for n in ("agent_response.json", "network.har")
     ]
@@ -378,7 +387,7 @@ def agentlab_cases() -> list[Case]:
             mutate(root, episode)
             return ["agentlab", str(root / "run"), "--run", "hostile", "--workers", "1"]
 
-        return Case(f"agentlab/{name}", "agentlab", build, expect, names)
+        return Case(f"agentlab/{name}", "agentlab", build, expect, names, needs_shared=True)
 
     def put(name: str, data: Callable[[Path], bytes]) -> Callable[[Path, Path], None]:
         return lambda root, ep: (ep / name).write_bytes(data(root))
@@ -437,7 +446,7 @@ def agentlab_cases() -> list[Case]:
             _episode(root, name)
             return ["agentlab", str(root / "run"), "--run", "hostile", "--workers", "1"]
 
-        return Case(f"agentlab/name-{name[:30]}", "agentlab", build, expect, names)
+        return Case(f"agentlab/name-{name[:30]}", "agentlab", build, expect, names, needs_shared=True)
 
     c += [
         # exp_args.pkl names the task (webarena.191): the id in the name is out of range, so that one counts.
@@ -460,8 +469,8 @@ def agentlab_cases() -> list[Case]:
 
     c += [
         Case("agentlab/empty-dir", "agentlab", empty, "refused", "run"),
-        Case("agentlab/run-name-markup", "agentlab", markup, "imported", ""),
-        Case("agentlab/episode-link-outside", "agentlab", episode_link, "refused", "run"),
+        Case("agentlab/run-name-markup", "agentlab", markup, "imported", "", needs_shared=True),
+        Case("agentlab/episode-link-outside", "agentlab", episode_link, "refused", "run", needs_shared=True),
     ]
     return c
 
@@ -488,12 +497,12 @@ _RENDER_SRC = ("babelcloud__webarena", "gbox", "trajectories")
 
 
 def _render_dir(root: Path) -> Path:
-    src = shared().joinpath("webarena-render", *_RENDER_SRC)
+    src = shipped().joinpath("webarena-render", *_RENDER_SRC)
     dest = root / "renders"
     (dest / "results_full").mkdir(parents=True)
     (dest / "log_files").mkdir()
-    shutil.copy(src / "results_full" / "render_164.html", dest / "results_full" / "render_164.html")
-    shutil.copy(src / "log_files" / "task_164_20251026_084926.log", dest / "log_files" / "task_164_1.log")
+    shutil.copy(src / "results_full" / "render_166.html", dest / "results_full" / "render_166.html")
+    shutil.copy(src / "log_files" / "task_166_20251027_213734.log", dest / "log_files" / "task_166_1.log")
     return dest
 
 
@@ -540,9 +549,9 @@ def render_cases() -> list[Case]:
              "2025-01-01 00:00:00,000 [Config file]: config_files/99999999999.json\n"
              "2025-01-01 00:00:01,000 [Result] (PASS) config_files/99999999999.json\n"
              "2025-01-01 00:00:01,000 [Result] (FAIL) config_files/" + "9" * 6000 + ".json\n"), "imported", ""),
-        case("log-impossible-timestamp", put("log_files/task_164_2.log",
-             "2025-13-45 25:61:61,000 [Config file]: config_files/164.json\n"
-             "2025-02-30 00:00:00,000 [Result] (PASS) config_files/164.json\n"), "imported", ""),
+        case("log-impossible-timestamp", put("log_files/task_166_2.log",
+             "2025-13-45 25:61:61,000 [Config file]: config_files/166.json\n"
+             "2025-02-30 00:00:00,000 [Result] (PASS) config_files/166.json\n"), "imported", ""),
         case("error-txt-huge-id", put(r + "error.txt", "[Config file]: x/" + "9" * 5000 + ".json\n"
              "[Unhandled Error] boom\n[Config file]: x/99999999999.json\n[Unhandled Error] boom\n"),
              "imported", ""),
@@ -583,7 +592,7 @@ def render_cases() -> list[Case]:
 def _opagent_dir(root: Path) -> Path:
     dest = root / "op"
     (dest / "final_results").mkdir(parents=True)
-    shutil.copy(shared() / "oagent-run" / "final_results" / "0.json", dest / "final_results" / "0.json")
+    shutil.copy(shipped() / "oagent-run" / "final_results" / "2.json", dest / "final_results" / "2.json")
     return dest
 
 
@@ -749,7 +758,7 @@ def gold_cases() -> list[Case]:
 
 
 def _says(case: Case, reason: str) -> Case:
-    return Case(case.name, case.importer, case.build, case.expect, case.names, reason)
+    return dataclasses.replace(case, says=reason)
 
 
 def _xlsx(path: Path, sheet: bytes) -> None:

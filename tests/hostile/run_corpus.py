@@ -20,6 +20,8 @@ sys.path[:0] = [str(HERE.parent), str(HERE.parent.parent)]
 from hostile.cases import all_cases  # noqa: E402
 from hostile.runner import make_template, run_case, table  # noqa: E402
 
+from core.paths import has_shared_data  # noqa: E402
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -29,6 +31,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=60.0)
     args = parser.parse_args()
     cases = [c for c in all_cases() if args.only in c.name]
+    if not has_shared_data():
+        print("../shared/data is absent: the cases built on AgentLab episodes are left out")
+        cases = [c for c in cases if not c.needs_shared]
     with tempfile.TemporaryDirectory(prefix="trajreview-hostile-") as tmp:
         template = make_template(args.repo.resolve(), Path(tmp) / "template" / "tasks.duckdb")
 

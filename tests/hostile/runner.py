@@ -87,10 +87,10 @@ def _python(repo: Path) -> str:
 
 
 def _env(repo: Path) -> dict[str, str]:
-    from core.paths import shared_data_dir
+    from core.paths import shared_data_path
 
     return {
-        **os.environ, "PYTHONPATH": str(repo), "TRAJREVIEW_SHARED_DATA": str(shared_data_dir()),
+        **os.environ, "PYTHONPATH": str(repo), "TRAJREVIEW_SHARED_DATA": str(shared_data_path()),
         "COLUMNS": "200", "PYTHONFAULTHANDLER": "",
     }  # fmt: skip
 
