@@ -148,15 +148,3 @@ def test_judge_agreement_bad_label(tmp_path):
     labels.write_text("kind,a,b,label\ngold_vs_agent,a,b,maybe\n")
     with pytest.raises(InputError, match="line 2"):
         read_labels(labels)
-
-
-def test_metrics_overview_leaves_nulls_out(tasks_store):
-    from core.queries.overview import metrics_overview
-
-    _two_runs(tasks_store)
-    overview = metrics_overview(tasks_store).set_index("run")
-    assert (
-        overview.loc["a", "tasks"] == 3
-        and overview.loc["a", "n_ssr"] == 2
-        and overview.loc["a", "ssr"] == 0.75
-    )
