@@ -165,3 +165,10 @@ def test_a_signal_stops_an_import_and_its_worker_processes(how, tasks_db, shared
 
     with Store(db, read_only=True) as store:  # nothing of the stopped import landed
         assert store.query("SELECT count(*) FROM runs WHERE name = 'stopped'")[0][0] == 0
+
+
+def test_the_docs_give_the_grace_period_the_command_waits(repo_root):
+    from core.cli import main
+
+    text = " ".join((repo_root / "docs" / "architecture.md").read_text(encoding="utf-8").split())
+    assert f"SIGKILL after {main.CHILD_GRACE_S:g} s" in text

@@ -104,7 +104,7 @@ def _serve(db: Path, host: str, port: int, read_only: bool = False) -> None:
 
 
 # How long a child (the Streamlit server) may take to stop after we forwarded Ctrl-C or SIGTERM.
-CHILD_GRACE_S = 3.0
+CHILD_GRACE_S = 2.0
 
 
 def run_child(cmd: list[str], *, env: dict[str, str], cwd: Path) -> int:
