@@ -32,6 +32,8 @@ import pyarrow as pa
 
 from core.errors import NotFound, StoreError
 
+# The longest a process waiting for the file sleeps between two tries to open it.
+POLL_MAX_S = 0.2
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 _LOCK_HINT = re.compile(r"PID (\d+)")
 
@@ -92,7 +94,7 @@ class Store:
                     ) from exc
                 # Jittered and capped low: several processes polling in step would starve each other.
                 time.sleep(delay * random.uniform(0.5, 1.0))
-                delay = min(delay * 2, 0.2)
+                delay = min(delay * 2, POLL_MAX_S)
             except duckdb.Error as exc:
                 raise StoreError(
                     f"{self.path}: not a trajreview database: {str(exc).splitlines()[0]}"
@@ -215,8 +217,7 @@ class ShortLivedStore:
     process (the app saving a gold edit) waits only for one short operation.
     Each operation opens the file (retrying on the lock for `lock_timeout_s`) and closes it after.
     Two operations in a row leave the file free for at least TURN_S in between, longer than a waiting
-    process sleeps between its tries (`Store` polls at most every 0.2 s): a run of short reads never
-    starves the app's save. `holds` records how long each open held the file (the save benchmark reads it).
+    process sleeps between its tries (POLL_MAX_S): a run of short reads never starves the app's save. `holds` records how long each open held the file (the save benchmark reads it).
     """
 
     TURN_S = 0.25

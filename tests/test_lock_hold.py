@@ -308,3 +308,37 @@ def test_every_command_that_writes_is_checked():
     }
     assert found["import browsergym"] is found["import agentlab"]
     assert short - {"import browsergym"} == {name.split(" --")[0] for name in CASES}
+
+
+def test_two_operations_in_a_row_leave_the_file_free_for_a_turn(tmp_path, monkeypatch):
+    """docs/architecture.md: two short operations in a row leave the file free for 0.25 s, longer than a
+    waiting process sleeps between its tries."""
+    from core.store import POLL_MAX_S, ShortLivedStore
+
+    db = tmp_path / "turns.duckdb"
+    Store(db).close()
+    events: list[tuple[str, float]] = []
+    opened, closed = Store.__init__, Store.close
+
+    def recording_open(self, *args, **kwargs):
+        opened(self, *args, **kwargs)
+        events.append(("open", time.monotonic()))
+
+    def recording_close(self):
+        closed(self)
+        events.append(("close", time.monotonic()))
+
+    monkeypatch.setattr(Store, "__init__", recording_open)
+    monkeypatch.setattr(Store, "close", recording_close)
+    short = ShortLivedStore(db)
+    short.query("SELECT 1")
+    short.query("SELECT 1")
+    with short.transaction() as cur:
+        cur.execute("SELECT 1")
+    assert [kind for kind, _ in events] == ["open", "close"] * 3
+    gaps = [events[i + 1][1] - events[i][1] for i in (1, 3)]  # from a close to the next open
+    assert min(gaps) >= ShortLivedStore.TURN_S > POLL_MAX_S
+    text = " ".join(
+        (Path(__file__).parent.parent / "docs" / "architecture.md").read_text(encoding="utf-8").split()
+    )
+    assert f"leave the file free for {ShortLivedStore.TURN_S:g} s" in text
