@@ -188,6 +188,37 @@ def pickle_nested_memo(root: Path) -> list[str]:
     return ["import", "agentlab", str(root / "run"), "--run", "b", "--workers", "1"]
 
 
+def _gzip_repeated(opcode: bytes, times: int, head: bytes, tail: bytes) -> bytes:
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as handle:
+        handle.write(head)
+        for _ in range(times // MB):
+            handle.write(opcode * MB)
+        handle.write(opcode * (times % MB) + tail)
+    return out.getvalue()
+
+
+def pickle_60m_dicts(root: Path) -> list[str]:
+    """A step pickle of 60 million EMPTY_DICT opcodes, 58 KB gzipped (the issue's 5.6 GB case)."""
+    ep = _episode(root)
+    (ep / "step_1.pkl.gz").write_bytes(_gzip_repeated(b"}", 60_000_000, b"\x80\x04(", b"l."))
+    return ["import", "agentlab", str(root / "run"), "--run", "b", "--workers", "1"]
+
+
+def pickle_memo_index(root: Path) -> list[str]:
+    """A 9-byte step pickle whose memo index 2^30 asks the C unpickler for a 16 GB table."""
+    ep = _episode(root)
+    (ep / "step_1.pkl.gz").write_bytes(gzip.compress(b"\x80\x04}r" + (1 << 30).to_bytes(4, "little") + b"."))
+    return ["import", "agentlab", str(root / "run"), "--run", "b", "--workers", "1"]
+
+
+def pickle_sets_below_count(root: Path) -> list[str]:
+    """2.9 million empty sets (216 bytes each), just under the object count: what the count lets through."""
+    ep = _episode(root)
+    (ep / "step_1.pkl.gz").write_bytes(_gzip_repeated(b"\x8f", 2_900_000, b"\x80\x04(", b"l."))
+    return ["import", "agentlab", str(root / "run"), "--run", "b", "--workers", "1"]
+
+
 def _render_dir(root: Path) -> Path:
     dest = root / "renders"
     dest.mkdir()
@@ -308,6 +339,9 @@ CASES: list[tuple[str, Callable[[Path], list[str]], Callable[[Path], list[str]]]
     ("agent_response.json 200 MB", response_200mb, base_wav),
     ("pickle: 1 MiB str x 3000 refs", pickle_memo_3000x1mib, base_agentlab),
     ("pickle: 2^30 nested refs", pickle_nested_memo, base_agentlab),
+    ("pickle: 60 million empty dicts", pickle_60m_dicts, base_agentlab),
+    ("pickle: memo index 2^30", pickle_memo_index, base_agentlab),
+    ("pickle: 2.9 million empty sets", pickle_sets_below_count, base_agentlab),
     ("render header 18 MB", render_header_18mb, base_render),
     ("render 60 MB (at the limit)", render_at_limit, base_render),
     ("render FIFO + 1 GB sparse", render_fifo_and_1gb, base_render),

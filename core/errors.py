@@ -9,6 +9,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class TrajreviewError(Exception):
     """Base class for every error trajreview reports to a user as one line."""
 

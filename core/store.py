@@ -7,12 +7,15 @@ Concurrency model (see docs/schema.md, "Concurrency"):
   whole or leaves the file as it was;
 - DuckDB locks a file opened read-write against every other process; opening retries for a while
   and then fails with a one-line message naming the process that holds the lock;
-- a long CLI import uses `ShortLivedStore`: it parses with the file closed and opens it only for each
-  short read and for its one final write transaction, so the app's saves wait for that transaction only.
+- a long CLI command (an import, `evaluate`, `metrics`, ...) uses `ShortLivedStore`: it parses and
+  computes with the file closed and opens it only for each short read and for its one final write
+  transaction, so the app's saves wait for that transaction only.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import random
 import re
 import threading
@@ -29,6 +32,8 @@ import pyarrow as pa
 
 from core.errors import NotFound, StoreError
 
+# The longest a process waiting for the file sleeps between two tries to open it.
+POLL_MAX_S = 0.2
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 _LOCK_HINT = re.compile(r"PID (\d+)")
 
@@ -89,7 +94,7 @@ class Store:
                     ) from exc
                 # Jittered and capped low: several processes polling in step would starve each other.
                 time.sleep(delay * random.uniform(0.5, 1.0))
-                delay = min(delay * 2, 0.2)
+                delay = min(delay * 2, POLL_MAX_S)
             except duckdb.Error as exc:
                 raise StoreError(
                     f"{self.path}: not a trajreview database: {str(exc).splitlines()[0]}"
@@ -182,6 +187,15 @@ class Store:
                 cur.close()
 
     # -- reads -----------------------------------------------------------------------------------
+    @contextmanager
+    def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor for a few statements in a row (registering an Arrow table, then joining it)."""
+        cur = self.cursor()
+        try:
+            yield cur
+        finally:
+            cur.close()
+
     def query(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
         return self.cursor().execute(sql, params or []).fetchall()
 
@@ -198,20 +212,27 @@ class Store:
 class ShortLivedStore:
     """A store that holds the file only while it runs one read or one write transaction.
 
-    Long CLI imports take this instead of a `Store`: their parsing (seconds to minutes) runs with the
-    file closed, and another process (the app saving a gold edit) waits only for one short operation.
+    Long CLI commands (imports, scoring, metrics, the judge's LLM questions) take this instead of a
+    `Store`: their parsing and computing (seconds to minutes) run with the file closed, and another
+    process (the app saving a gold edit) waits only for one short operation.
     Each operation opens the file (retrying on the lock for `lock_timeout_s`) and closes it after.
-    `holds` records how long each open held the file (the save benchmark reads it).
+    Two operations in a row leave the file free for at least TURN_S in between, longer than a waiting
+    process sleeps between its tries (POLL_MAX_S): a run of short reads never starves the app's save. `holds` records how long each open held the file (the save benchmark reads it).
     """
+
+    TURN_S = 0.25
 
     def __init__(self, path: str | Path, *, lock_timeout_s: float = 120.0):
         self.path = Path(path)
         self.read_only = False
         self.lock_timeout_s = lock_timeout_s
         self.holds: list[float] = []
+        self._closed_at = -math.inf
 
     @contextmanager
     def _open(self) -> Iterator[Store]:
+        warm_arrow()  # never inside the hold: the first Arrow conversion of a process imports pandas
+        time.sleep(max(0.0, self._closed_at + self.TURN_S - time.monotonic()))
         store = Store(self.path, lock_timeout_s=self.lock_timeout_s)
         opened = time.perf_counter()
         try:
@@ -219,10 +240,16 @@ class ShortLivedStore:
         finally:
             store.close()
             self.holds.append(time.perf_counter() - opened)
+            self._closed_at = time.monotonic()
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         with self._open() as store, store.transaction() as cur:
+            yield cur
+
+    @contextmanager
+    def reading(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._open() as store, store.reading() as cur:
             yield cur
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
@@ -251,6 +278,23 @@ class ShortLivedStore:
         self.close()
 
 
+@functools.cache
+def warm_arrow() -> None:
+    """Pay once, with the file closed, for what the first Arrow conversion of rows costs a process: pyarrow
+    imports pandas then (~1 s; 2-3 s on a loaded machine), which inside a write transaction holds the file."""
+    pa.Table.from_pylist([{"at": datetime(2000, 1, 1)}])
+
+
+def rows_table(rows: Iterable[Mapping[str, Any]], *, schema: pa.Schema | None = None) -> pa.Table:
+    """Rows (dicts with column-name keys) as an Arrow table for `insert_rows`: build it before a write
+    transaction, so the transaction holds the file only for the insert."""
+    rows = list(rows)
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except UnicodeEncodeError:  # a lone surrogate from a file (`"\ud800"` in JSON, a pickle)
+        return pa.Table.from_pylist([_valid_row(row) for row in rows], schema=schema)
+
+
 def insert_rows(
     cur: duckdb.DuckDBPyConnection,
     table: str,
@@ -263,14 +307,7 @@ def insert_rows(
     Columns are matched by name, so a row may omit nullable columns. JSON columns take already
     serialized JSON text. Goes through Arrow: one vectorized INSERT instead of a statement per row.
     """
-    if not isinstance(rows, pa.Table):
-        rows = list(rows)
-        try:
-            data = pa.Table.from_pylist(rows, schema=schema)
-        except UnicodeEncodeError:  # a lone surrogate from a file (`"\ud800"` in JSON, a pickle)
-            data = pa.Table.from_pylist([_valid_row(row) for row in rows], schema=schema)
-    else:
-        data = rows
+    data = rows if isinstance(rows, pa.Table) else rows_table(rows, schema=schema)
     if data.num_rows == 0:
         return 0
     view = f"_insert_{table}_{threading.get_ident()}"

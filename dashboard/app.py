@@ -40,9 +40,12 @@ pages = {
     ],
 }
 from dashboard import identity  # noqa: E402 - after the sys.path line above
-from dashboard.db import page_run  # noqa: E402
+from dashboard.db import page_run, unexpected  # noqa: E402
 
 with page_run():
     page = st.navigation(pages, position="sidebar")
     identity.sidebar()
-    page.run()
+    try:
+        page.run()
+    except Exception as exc:  # st.stop, st.rerun and page switches are not Exceptions: they pass
+        unexpected(exc, "This page stopped on an unexpected error")

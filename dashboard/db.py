@@ -17,6 +17,7 @@ changes), so a cached answer is never stale and never another run's.
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,11 +26,13 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from core.errors import StoreError, TrajreviewError
+from core.errors import StoreError, TrajreviewError, first_line
 from core.paths import default_db_path
 from core.store import Store
+from dashboard.text import escape_md
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def db_path() -> Path:
@@ -127,13 +130,27 @@ def forget_reads() -> None:
     _cached.clear()
 
 
+def unexpected(exc: Exception, what: str) -> None:
+    """An error no core function announced (a bug, a full disk): its traceback to the server log, one
+    line to the page, never a traceback on it. `what` says what could not be done."""
+    log.error("%s: %s", what, exc, exc_info=exc)
+    st.error(
+        f"{what}: {escape_md(type(exc).__name__, 80)}: {escape_md(first_line(exc), 200)} (the details are in the"
+        " server log).",
+        icon=":material/error:",
+    )
+
+
 def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
-    """`fn(store, *args, **kwargs)` from the cache or the database; on a database problem, one line in
-    the page and None (never a traceback)."""
+    """`fn(store, *args, **kwargs)` from the cache or the database; on any failure, one line in the page
+    and None (never a traceback; an unexpected one is logged with its traceback)."""
     try:
         return _cached(_key(fn), args, tuple(sorted(kwargs.items())), fingerprint(), fn)
     except TrajreviewError as exc:
         st.error(str(exc), icon=":material/error:")
+        return None
+    except Exception as exc:
+        unexpected(exc, "Could not read this part of the page")
         return None
 
 
@@ -168,4 +185,7 @@ def write(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
             return fn(store, *args, **kwargs)
     except TrajreviewError as exc:
         st.error(str(exc), icon=":material/error:")
+        return None
+    except Exception as exc:
+        unexpected(exc, "Not saved")
         return None

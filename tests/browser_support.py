@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -59,9 +60,20 @@ def serve(db: Path, *extra_args: str, env: dict | None = None, port: int | None 
             raise RuntimeError(f"dashboard exited: {proc.stdout.read().decode(errors='replace')[-2000:]}")
         yield url
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
+        stop_group(proc)
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """Stop a command started in a session of its own and everything it started: SIGTERM to the group,
+    SIGKILL to whatever is left after `grace_s` (a server busy with a browser's session can outlive a
+    SIGTERM), so no server is ever left running."""
+    with suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+    with suppress(ProcessLookupError):  # the group outlives its leader when a child is still running
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def wait_idle(page, timeout_ms: int = 60_000) -> None:

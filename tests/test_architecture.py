@@ -212,7 +212,7 @@ def test_no_cli_name_is_registered_twice():
     assert sorted(n for n in set(names) if names.count(n) > 1) == []
 
 
-def _store_modes(fn) -> set[str]:
+def store_modes(fn) -> set[str]:
     """How a command opens the database, read from its code (and same-module helpers it calls)."""
     import ast
     import inspect
@@ -232,7 +232,7 @@ def _store_modes(fn) -> set[str]:
                 continue
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if name == "import_store":
-                modes.add("final transaction")
+                modes.add("short reads and its final transaction")
             elif name == "store_from":
                 read_only = next((k.value for k in node.keywords if k.arg == "read_only"), None)
                 constant = isinstance(read_only, ast.Constant) and read_only.value is True
@@ -269,10 +269,10 @@ def test_commands_hold_the_file_as_documented(repo_root):
         for sub in group.registered_groups:
             yield from commands(sub.typer_instance, f"{path} {sub.name}".strip())
 
-    order = ["read-only", "final transaction", "read-write while it runs"]
+    order = ["read-only", "short reads and its final transaction", "read-write while it runs"]
     found = {}
     for name, callback in commands(app, ""):
-        modes = _store_modes(callback)
+        modes = store_modes(callback)
         if modes:
             found[name] = max(modes, key=order.index)
     assert found == documented

@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_support import stop_group
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -57,11 +58,10 @@ def served(tasks_db, tmp_path):
         except OSError:
             time.sleep(0.3)
     else:
-        proc.kill()
+        stop_group(proc)  # the command and the Streamlit server it started
         pytest.fail(f"dashboard did not start: {proc.stdout.read().decode(errors='replace')[-2000:]}")
     yield url, db
-    os.killpg(proc.pid, 15)
-    proc.wait(timeout=20)
+    stop_group(proc)
 
 
 def _wait_rendered(page) -> None:

@@ -4,6 +4,7 @@ and a read-only instance that shows no write control."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -254,3 +255,72 @@ def test_an_untouched_draft_follows_a_newer_version(gold_tab, gold_db):
     _ok(at)
     assert _grid(at).value["text"].tolist() == ["Click 'Directions'"]
     assert not any("has been saved since" in w.value for w in at.warning)
+
+
+def _draft_texts(at: AppTest) -> list[str]:
+    """The step texts the grid shows: its data with the edits of its widget state applied."""
+    grid = _grid(at)
+    texts = grid.value["text"].tolist()
+    for row, change in at.session_state[grid.key]["edited_rows"].items():
+        texts[int(row)] = change.get("text", texts[int(row)])
+    return texts
+
+
+def _failing(original):
+    """`original` that raises what no core function announces (named as `original`, which db.read asks)."""
+
+    @functools.wraps(original)
+    def failing(*args, **kwargs):
+        raise RuntimeError("disk on fire\nand a second line")
+
+    return failing
+
+
+@pytest.mark.parametrize(
+    "where, fails, says",
+    [
+        ("a save", "core.gold.editing.save_gold", "Not saved: RuntimeError: disk on fire"),
+        (
+            "a read",
+            "core.gold.editing.history",
+            "Could not read this part of the page: RuntimeError: disk on fire",
+        ),
+        (
+            "the page's own code",
+            "dashboard.components.gold_history.render",
+            "This page stopped on an unexpected error: RuntimeError: disk on fire",
+        ),  # fmt: skip
+    ],
+)
+def test_an_unexpected_error_is_one_line_logged_and_keeps_the_draft(where, fails, says, gold_tab, gold_db,
+                                                                    monkeypatch, caplog):  # fmt: skip
+    """Any exception a page meets (not only trajreview's own errors): one line on the page, its traceback
+    in the server log, and the reviewer's draft (grid and reason) still there once it is gone."""
+    import importlib
+    import logging
+
+    at = gold_tab()
+    _edit(at, {"edited_rows": {0: {"text": "Click 'Close'"}}})
+    _reason(at).input("shorter").run()
+    module, name = fails.rsplit(".", 1)
+    with monkeypatch.context() as broken, caplog.at_level(logging.ERROR):
+        owner = importlib.import_module(module)
+        broken.setattr(owner, name, _failing(getattr(owner, name)))
+        dashboard.db.forget_reads()  # else the read comes from the cache and never fails
+        if where == "a save":
+            at.button(key="gold-save").click().run()
+        else:
+            at.run()
+        _ok(at)  # no exception, no traceback on the page
+        assert [e.value for e in at.error] == [f"{says} (the details are in the server log)."]
+    (record,) = [r for r in caplog.records if r.exc_info]
+    assert record.levelno == logging.ERROR and "disk on fire" in str(record.exc_info[1])
+    at.run()  # the failure is gone: the draft is there, as it was
+    _ok(at)
+    assert _draft_texts(at)[0] == "Click 'Close'" and _reason(at).value == "shorter"
+    at.button(key="gold-save").click().run()
+    _ok(at)
+    with Store(gold_db, read_only=True) as s:
+        top = ge.history(s, "paper-gold", 101)[0]
+        assert (top["version"], top["reason"]) == (2, "shorter")
+        assert ge.version_content(s, "paper-gold", 101, 2)[0][0].text == "Click 'Close'"

@@ -248,3 +248,119 @@ def test_shared_references_count_each_time_they_are_copied_out():
     with pytest.raises(safe_pickle.SafePickleError, match="shared references"):
         safe_pickle.to_plain(obj)
     assert len(safe_pickle.to_plain(safe_pickle.loads(pickle.dumps(["A" * 1000] * 30)))) == 30
+
+
+# -- bounds on what a pickle builds (core.files.pickle_limits) -------------------------------------------
+def _child_load(repo_root, path) -> tuple[str, float, float]:
+    """Load `path` in a child process: (its one line, seconds, peak RSS in MB). The peak is the child's
+    own (VmHWM of its image): ru_maxrss would also count the parent's pages it had before exec."""
+    code = (
+        "import re, sys, time\n"
+        "from core.files import safe_pickle\n"
+        "started = time.perf_counter()\n"
+        "try:\n"
+        "    safe_pickle.load_path(sys.argv[1]); line = 'loaded'\n"
+        "except safe_pickle.SafePickleError as exc:\n"
+        "    line = str(exc)\n"
+        "peak = int(re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)) / 1024\n"
+        "print(line, time.perf_counter() - started, peak, sep='\\t')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=repo_root,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    line, seconds, rss = done.stdout.rstrip("\n").split("\t")
+    return line, float(seconds), float(rss)
+
+
+def _gzip_repeated(opcodes: bytes, times: int, head: bytes = b"\x80\x04(", tail: bytes = b"l.") -> bytes:
+    out = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = opcodes * (1 << 20)
+    parts = [out.compress(head)]
+    for _ in range(times // (1 << 20)):
+        parts.append(out.compress(block))
+    parts += [out.compress(opcodes * (times % (1 << 20)) + tail), out.flush()]
+    return b"".join(parts)
+
+
+def test_a_step_file_of_60_million_empty_dicts_is_refused_within_500_mb(repo_root, tmp_path):
+    """The issue's case: 60 MB of EMPTY_DICT opcodes (58 KB gzipped) built 60 million dicts, 5.6 GB."""
+    path = tmp_path / "step_1.pkl.gz"
+    path.write_bytes(_gzip_repeated(b"}", 60_000_000))
+    assert round(path.stat().st_size / 1000) == 58  # "58 KB gzipped" (docs/limits.md)
+    line, seconds, rss = _child_load(repo_root, path)
+    assert line == "would build or reference up to 60,000,002 objects (at most 3,000,000); refused"
+    assert rss <= 500 and seconds < 60, (rss, seconds)
+
+
+@pytest.mark.parametrize(
+    "name, data, says",
+    [
+        # 9 bytes: a memo index of 2**30 makes the C unpickler allocate and zero a 16 GB table.
+        ("memo index 2**30", gzip.compress(b"\x80\x04}r" + (1 << 30).to_bytes(4, "little") + b"."), "memory"),
+        ("60 million DUPs", _gzip_repeated(b"2", 60_000_000, head=b"\x80\x04(}"), "objects"),
+        ("60 million MEMOIZEs", _gzip_repeated(b"\x94", 60_000_000, head=b"\x80\x04}", tail=b"."), "objects"),
+        ("2.9 million empty sets", _gzip_repeated(b"\x8f", 2_900_000), "loaded"),  # just under the count
+        (
+            "20,000 classes",
+            gzip.compress(b"\x80\x04(" + b"".join(b"c%x\n%x\n" % (i, i) for i in range(20_000)) + b"l."),
+            "classes",
+        ),  # fmt: skip
+    ],
+)
+def test_hostile_step_files_stay_within_2_gb_and_60_s(name, data, says, repo_root, tmp_path):
+    path = tmp_path / "step_1.pkl.gz"
+    path.write_bytes(data)
+    line, seconds, rss = _child_load(repo_root, path)
+    assert says in line and "\n" not in line, line
+    assert rss <= 2048 and seconds < 60, (rss, seconds)
+
+
+def _real_steps(shared_data) -> list[bytes]:
+    found = []
+    for path in sorted((shared_data / RUN).rglob("*.pkl*")):
+        raw = path.read_bytes()
+        try:
+            found.append(safe_pickle.gunzip(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        except SafePickleError:  # the sample's one truncated file
+            continue
+    return found
+
+
+def test_real_step_files_are_far_below_every_bound(shared_data, repo_root):
+    """docs/limits.md gives these counts; the bounds keep their headroom over them, and a real file
+    loads to exactly what the unpickler builds without the bounds."""
+    import io
+    import pickletools
+
+    from core.files import pickle_limits
+
+    steps = _real_steps(shared_data)
+    assert len(steps) >= 50
+    bound = max(pickle_limits.objects_bound(data) for data in steps)
+    built = max(
+        sum(op.name in pickle_limits.COUNTED_OPCODES for op, _, _ in pickletools.genops(d)) for d in steps
+    )
+    classes = 0
+    for data in steps:
+        unpickler = safe_pickle.RestrictedUnpickler(io.BytesIO(data))
+        unbounded = unpickler.load()
+        classes = max(classes, len(unpickler._classes))
+        assert safe_pickle.to_plain(safe_pickle.loads(data)) == safe_pickle.to_plain(unbounded)
+    limits = " ".join((repo_root / "docs" / "limits.md").read_text(encoding="utf-8").split())
+    assert f"at most {bound:,} (their opcodes build or reference {built:,} objects)" in limits
+    assert f"name at most {classes} classes" in limits
+    assert 4 * bound <= pickle_limits.MAX_OBJECTS and 1000 * classes <= pickle_limits.MAX_CLASSES
+    # and the bounds are the ones the page states
+    assert f"more than {pickle_limits.MAX_OBJECTS:,} objects is refused" in limits
+    assert f"more than {pickle_limits.MAX_CLASSES:,} distinct classes" in limits
+    assert f"grow by at most {pickle_limits.LOAD_HEADROOM >> 30} GB (RLIMIT_DATA)" in limits
+
+
+def test_the_memory_ceiling_is_lifted_after_each_load():
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    with pytest.raises(SafePickleError, match="memory"):
+        safe_pickle.loads(b"\x80\x04}r" + (1 << 30).to_bytes(4, "little") + b".")
+    assert safe_pickle.loads(pickle.dumps({"a": [1, 2]})) == {"a": [1, 2]}
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before

@@ -14,11 +14,11 @@ from core.store import Store
 def launched(monkeypatch):
     calls = []
 
-    def fake_call(cmd, env, cwd):
+    def fake_run(cmd, env, cwd):
         calls.append({"cmd": cmd, "env": env})
         return 0
 
-    monkeypatch.setattr(main.subprocess, "call", fake_call)
+    monkeypatch.setattr(main, "run_child", fake_run)
     monkeypatch.setenv("TRAJREVIEW_READ_ONLY", "1")  # a stale value in the shell must not leak into serve
     return calls
 

@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from core.cli import ui
+from core.errors import NotFound
+from core.store import require_gold_set
 
 gold_app = typer.Typer(help="Human gold: history of a task's versions, new gold sets.", no_args_is_help=True)
 
@@ -38,10 +40,10 @@ def history_cmd(
     from core.gold.editing import history
 
     with ui.store_from(ctx, read_only=True) as store:
+        require_gold_set(store, name)
         rows = history(store, name, task)
     if not rows:
-        ui.say(f"gold set {name} has no gold for task {task}")
-        return
+        raise NotFound("gold of task", task, where=f"in gold set {name!r}")
     ui.print_table(
         f"gold of task {task} in {name}",
         ["version", "author", "saved at (UTC)", "reason", "alternatives", "steps"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -99,7 +100,28 @@ def _serve(db: Path, host: str, port: int, read_only: bool = False) -> None:
         env.pop("TRAJREVIEW_READ_ONLY", None)
     from core.paths import REPO_ROOT
 
-    raise typer.Exit(subprocess.call(_streamlit_command(host, port), env=env, cwd=REPO_ROOT))
+    raise typer.Exit(run_child(_streamlit_command(host, port), env=env, cwd=REPO_ROOT))
+
+
+# How long a child (the Streamlit server) may take to stop after we forwarded Ctrl-C or SIGTERM.
+CHILD_GRACE_S = 2.0
+
+
+def run_child(cmd: list[str], *, env: dict[str, str], cwd: Path) -> int:
+    """Run `cmd` until it exits and return its exit code. Ctrl-C or SIGTERM to us stops it too: it gets
+    SIGTERM, and SIGKILL after CHILD_GRACE_S (or at a second signal), so it never outlives the command."""
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+    try:
+        return proc.wait()
+    except BaseException:  # KeyboardInterrupt: Ctrl-C, or SIGTERM (see main)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=CHILD_GRACE_S)
+            except (subprocess.TimeoutExpired, KeyboardInterrupt):  # too slow, or asked again
+                proc.kill()
+                proc.wait()
+        raise
 
 
 @app.command()
@@ -175,7 +197,14 @@ def _register_areas() -> None:
 _register_areas()
 
 
+def _terminated(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    # SIGTERM unwinds like Ctrl-C: a transaction rolls back, worker processes and the Streamlit server
+    # are stopped, and the command ends with one line instead of vanishing with its children left behind.
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         app()
     except TrajreviewError as exc:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from core.cli import ui
-from core.store import require_runs
+from core.store import require_gold_set, require_runs
 from core.values import is_missing
 
 _FORMATS = ("table", "csv", "json")
@@ -39,7 +39,7 @@ def metrics_cmd(
         raise InputError("--judge", f"must be one of {', '.join(JUDGE_CONFIGS)}")
     if preset not in PRESETS:
         raise InputError("--preset", f"must be one of {', '.join(PRESETS)}")
-    with ui.store_from(ctx) as store:
+    with ui.import_store(ctx) as store:
         the_judge = make_judge(judge, store, batch_dir=batch)
         with ui.progress_bar("judging pairs") as progress:
             summary = run_metrics(store, run, gold, the_judge, preset=preset, on_progress=progress)
@@ -74,7 +74,7 @@ def import_requirements_cmd(
     """Override the partial-success requirements of the tasks in FILE."""
     from core.measure.requirements import import_requirements
 
-    with ui.store_from(ctx) as store:
+    with ui.import_store(ctx) as store:
         counts = import_requirements(store, path)
     ui.console.print(
         f"{counts['requirements']} requirements for {counts['tasks']} tasks imported from {path}"
@@ -119,11 +119,17 @@ def report_cmd(
 ) -> None:
     """The paper's tables: success per domain (3), metric means (4), steps (6), answer categories (7)."""
     from core.errors import InputError
+    from core.measure.judge.cascade import JUDGE_CONFIGS
+    from core.measure.metrics import PRESETS
     from core.queries import paper_tables as pt
     from core.queries.compare import report_runs
 
     if fmt not in _FORMATS:
         raise InputError("--format", f"must be one of {', '.join(_FORMATS)}")
+    if judge is not None and judge not in JUDGE_CONFIGS:
+        raise InputError("--judge", f"must be one of {', '.join(JUDGE_CONFIGS)}")
+    if preset not in PRESETS:
+        raise InputError("--preset", f"must be one of {', '.join(PRESETS)}")
     if html_out is not None and not html_out.parent.is_dir():
         raise InputError(str(html_out), "its directory does not exist")
     with ui.store_from(ctx, read_only=True) as store:
@@ -131,6 +137,8 @@ def report_cmd(
         if not runs:
             raise InputError("--run", "the database has no run")
         require_runs(store, runs)
+        if gold is not None:
+            require_gold_set(store, gold)
         if html_out is not None:
             # Imported only here: the HTML writer uses plotly, which core never loads.
             from dashboard.report import write
@@ -193,7 +201,7 @@ def judge_agreement_cmd(
     if labels is None:
         raise InputError("judge-agreement", "give a labels CSV, or --from-db for the reviewers' marks")
     labelled = read_labels(labels)
-    with ui.store_from(ctx) as store:
+    with ui.import_store(ctx) as store:  # the judge's cache reads and writes are short opens
         the_judge = make_judge(judge, store)
         result = measure(the_judge, labelled)
     low, high = result.kappa_ci
@@ -207,8 +215,12 @@ def judge_agreement_cmd(
 
 
 def _agreement_from_db(ctx: typer.Context, judge_config: str | None, run: str | None, fmt) -> None:
+    from core.errors import InputError
+    from core.measure.judge.cascade import JUDGE_CONFIGS
     from core.queries.annotations import judge_agreement
 
+    if judge_config is not None and judge_config not in JUDGE_CONFIGS:
+        raise InputError("--judge-config", f"must be one of {', '.join(JUDGE_CONFIGS)}")
     with ui.store_from(ctx, read_only=True) as store:
         if run:
             require_runs(store, [run])

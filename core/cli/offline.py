@@ -62,7 +62,7 @@ def evaluate_offline_cmd(
 
     if judge not in ("offline", "llm"):
         raise InputError("--judge", "must be offline or llm")
-    with ui.store_from(ctx) as store:
+    with ui.import_store(ctx) as store:
         fuzzy_judge = FuzzyJudge.from_env(store) if judge == "llm" else None
         if judge == "llm" and fuzzy_judge is None:
             raise InputError("--judge", "llm needs TRAJREVIEW_LLM_MODEL (and _BASE_URL, _API_KEY)")

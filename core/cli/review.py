@@ -10,6 +10,7 @@ import typer
 from core.cli import ui
 from core.errors import InputError, NotFound
 from core.scoring.explanations import clip
+from core.store import require_gold_set
 
 
 def _fmt(value: Any) -> str:
@@ -98,6 +99,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         with ui.store_from(ctx, read_only=True) as store:
             if not run_exists(store, run):
                 raise NotFound("run", run)
+            if gold is not None:
+                require_gold_set(store, gold)
             report = task_report(store, run, task, gold)
         if report is None:
             raise NotFound("task", task, where=f"in run {run!r}")

@@ -27,7 +27,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         """Score a stored run with the official webarena-verified engine and explain every failure."""
         from core.scoring.engine import evaluate_run
 
-        with ui.store_from(ctx) as store:
+        with ui.import_store(ctx) as store:
             with ui.progress_bar(f"scoring {run}") as progress:
                 scores = evaluate_run(store, run, config=config, workers=workers, on_progress=progress)
             counts = Counter(s.status for s in scores)

@@ -51,8 +51,9 @@ def store_from(ctx: typer.Context, *, read_only: bool = False) -> Store:
 
 
 def import_store(ctx: typer.Context) -> ShortLivedStore:
-    """The store of a long import: the file is held only for each short read and the final transaction,
-    so the app can save while a whole run imports (core.store.ShortLivedStore)."""
+    """The store of every command that writes for longer than an instant (imports, `evaluate`,
+    `evaluate-offline`, `metrics`, `judge-agreement`): the file is held only for each short read and the
+    final transaction, so the app can save while a whole run imports (core.store.ShortLivedStore)."""
     from core.paths import default_db_path
 
     path = db_path(ctx) or default_db_path()

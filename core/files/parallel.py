@@ -69,18 +69,25 @@ def map_chunks(
 def _run_pool(fn, indexed: Iterator[Indexed], workers: int, results: dict, report) -> list[Indexed]:
     """Run chunks in a pool until `indexed` is exhausted; on a broken pool return the undone chunks."""
     pending: dict = {}
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
     try:
-        with ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn")
-        ) as pool:
-            for index, chunk in indexed:
-                pending[pool.submit(fn, chunk)] = (index, chunk)
-                while len(pending) >= 2 * workers:
-                    _collect(pending, results, report)
-            while pending:
+        for index, chunk in indexed:
+            pending[pool.submit(fn, chunk)] = (index, chunk)
+            while len(pending) >= 2 * workers:
                 _collect(pending, results, report)
+        while pending:
+            _collect(pending, results, report)
     except BrokenProcessPool:
+        pool.shutdown(wait=True)
         return sorted(pending.values(), key=lambda item: item[0])
+    except BaseException:
+        # Ctrl-C or SIGTERM (the CLI turns it into KeyboardInterrupt), or an error: stop the workers now
+        # instead of waiting for the chunks they hold, so none outlives the command.
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in multiprocessing.active_children():
+            worker.terminate()
+        raise
+    pool.shutdown(wait=True)
     return []
 
 

@@ -23,6 +23,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from core.errors import first_line
+from core.files.pickle_limits import LOAD_HEADROOM, MAX_CLASSES, MAX_OBJECTS, memory_ceiling, objects_bound
+
 # Size cap per pickle, compressed file and decompressed data alike: real step pickles decompress to
 # at most 1.6 MB (AgentLab runs keeping screenshots in obs, ~10 MB). Unpickling can multiply bytes
 # by ~60 in objects (one EMPTY_DICT byte makes a 64-byte dict), so this also bounds memory.
@@ -221,6 +224,8 @@ class RestrictedUnpickler(pickle.Unpickler):
         qualname = f"{key[0]}.{key[1]}"
         cls = self._classes.get(qualname)
         if cls is None:
+            if len(self._classes) >= MAX_CLASSES:
+                raise pickle.UnpicklingError(f"names more than {MAX_CLASSES:,} classes")
             cls = self._classes[qualname] = _stand_in_class(qualname)
         return cls
 
@@ -251,17 +256,25 @@ def _tuple_depth_bound(data: bytes) -> int:
 
 
 def loads(data: bytes) -> Any:
-    """Unpickle untrusted bytes into plain data and `Inert` stand-ins. Raises SafePickleError.
+    """Unpickle untrusted bytes into plain data and `Inert` stand-ins. Raises SafePickleError, also for
+    a pickle that could build or reference more than MAX_OBJECTS objects, names more than MAX_CLASSES classes or needs
+    more than LOAD_HEADROOM of memory (core.files.pickle_limits).
 
     The result may share one object many times (the pickle memo): whoever copies it out counts what it
     copies with a `Budget` (see MAX_MATERIALISED_BYTES); `to_plain` does.
     """
+    objects = objects_bound(data)
+    if objects > MAX_OBJECTS:
+        raise SafePickleError(
+            f"would build or reference up to {objects:,} objects (at most {MAX_OBJECTS:,}); refused"
+        )
     depth = _tuple_depth_bound(data)
-    if depth <= _INLINE_TUPLE_DEPTH:
-        return _load(data)
     if depth > _MAX_TUPLE_DEPTH:
         raise SafePickleError(f"not a readable pickle (up to {depth} nested tuples; refused)")
-    return _load_with_stack(data, _STACK_BASE + _STACK_PER_LEVEL * depth)
+    with memory_ceiling():
+        if depth <= _INLINE_TUPLE_DEPTH:
+            return _load(data)
+        return _load_with_stack(data, _STACK_BASE + _STACK_PER_LEVEL * depth)
 
 
 # A pickle's memo lets one 1 MiB string be referenced thousands of times for a few bytes each; copied
@@ -321,6 +334,10 @@ def _load(data: bytes) -> Any:
     gc.disable()
     try:
         return RestrictedUnpickler(io.BytesIO(data)).load()
+    except MemoryError:  # the ceiling of core.files.pickle_limits.memory_ceiling
+        raise SafePickleError(
+            f"needs more than {LOAD_HEADROOM >> 20} MB of memory to load; refused"
+        ) from None
     except Exception as exc:  # a hostile pickle may raise anything from the opcodes it uses
         raise SafePickleError(f"not a readable pickle ({type(exc).__name__}: {first_line(exc)})") from None
     finally:
@@ -391,8 +408,3 @@ def to_plain(obj: Any, _seen: set[int] | None = None, budget: Budget | None = No
         return repr(obj)
     finally:
         seen.discard(id(obj))
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field
 
-from core.errors import InputError, Problem
+from core.errors import InputError, Problem, first_line
 from core.files import safe_files, safe_pickle
 from core.files.parallel import map_chunks
 from core.ingest.records import RunMeta, StepRecord, TrajectoryRecord
@@ -523,7 +523,7 @@ def _read_episode_or_problem(directory: str, name: str) -> EpisodeRead:
     try:
         return read_episode(directory, name)
     except Exception as exc:  # one episode must never fail the whole import
-        reason = f"{type(exc).__name__}: {safe_pickle.first_line(exc)}"[:300]
+        reason = f"{type(exc).__name__}: {first_line(exc)}"[:300]
         problem = Problem(task_id=task_id_of(Path(directory)), source_path=directory, kind="bad_episode",
                           message=f"{Path(directory).name}: cannot be read ({redact_paths(reason)}); skipped")  # fmt: skip
         return EpisodeRead(directory=directory, problems=[problem])

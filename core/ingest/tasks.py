@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.errors import InputError
+from core.files.safe_files import MAX_TASK_ID
 from core.store import Store, insert_rows, utcnow
 
 VERIFIED_DATASET = "webarena-verified"
@@ -48,30 +49,36 @@ def site_key(sites: list[str]) -> str:
     return "-".join(sorted(sites))
 
 
+# Ids and numbers the store keeps as INTEGER: a value beyond them is an input error naming the task,
+# never a database error at insert time.
+TaskId = Annotated[int, Field(ge=0, le=MAX_TASK_ID)]
+StoredInt = Annotated[int, Field(ge=-MAX_TASK_ID - 1, le=MAX_TASK_ID)]
+
+
 class VerifiedTask(BaseModel):
     """One task of webarena-verified.json, as much as we rely on."""
 
     model_config = ConfigDict(extra="allow")
-    task_id: int
+    task_id: TaskId
     sites: list[str] = Field(min_length=1)
     intent: str
     eval: list[dict[str, Any]] = Field(min_length=1)
-    intent_template_id: int | None = None
+    intent_template_id: StoredInt | None = None
     intent_template: str | None = None
     instantiation_dict: dict[str, Any] | None = None
     start_urls: list[str] = Field(default_factory=list)
-    revision: int | None = None
+    revision: StoredInt | None = None
 
 
 class OriginalTask(BaseModel):
     """One task of the original WebArena test.raw.json."""
 
     model_config = ConfigDict(extra="allow")
-    task_id: int
+    task_id: TaskId
     sites: list[str] = Field(min_length=1)
     intent: str
     eval: dict[str, Any]
-    intent_template_id: int | None = None
+    intent_template_id: StoredInt | None = None
     start_url: str | None = None
     require_login: bool | None = None
 

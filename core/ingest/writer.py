@@ -9,10 +9,11 @@ from typing import Any
 
 import duckdb
 import orjson
+import pyarrow as pa
 
 from core.errors import InputError, Problem
 from core.ingest.records import RunMeta, TrajectoryRecord, mark_answers
-from core.store import Store, insert_rows, utcnow
+from core.store import Store, insert_rows, rows_table, utcnow
 
 # Tables whose rows belong to one run: replacing a run clears all of them.
 RUN_TABLES = (
@@ -37,17 +38,14 @@ def replace_run(cur: duckdb.DuckDBPyConnection, meta: RunMeta) -> None:
     )  # fmt: skip
 
 
-def write_problems(cur: duckdb.DuckDBPyConnection, run: str, problems: Iterable[Problem]) -> int:
+def problem_table(run: str, problems: Iterable[Problem]) -> pa.Table:
     now = utcnow()
-    return insert_rows(
-        cur, "import_problems", [{"run": run, "recorded_at": now, **p.model_dump()} for p in problems]
-    )
+    return rows_table([{"run": run, "recorded_at": now, **p.model_dump()} for p in problems])
 
 
-def write_trajectories(
-    cur: duckdb.DuckDBPyConnection, run: str, trajectories: Sequence[TrajectoryRecord]
-) -> None:
-    """Insert trajectories, steps and observations of a run (inside the caller's transaction)."""
+def trajectory_tables(run: str, trajectories: Sequence[TrajectoryRecord]) -> dict[str, pa.Table]:
+    """The trajectories, steps and observations rows of a run, as Arrow tables: built before the
+    transaction (with the file closed), inserted inside it."""
     answers = mark_answers(trajectories)
     traj_rows, step_rows, obs_rows = [], [], []
     for t in trajectories:
@@ -86,9 +84,8 @@ def write_trajectories(
                         {"run": run, "task_id": t.task_id, "episode": t.episode, "idx": s.idx, "kind": kind,
                          "content": content}
                     )  # fmt: skip
-    insert_rows(cur, "trajectories", traj_rows)
-    insert_rows(cur, "steps", step_rows)
-    insert_rows(cur, "observations", obs_rows)
+    return {"trajectories": rows_table(traj_rows), "steps": rows_table(step_rows),
+            "observations": rows_table(obs_rows)}  # fmt: skip
 
 
 def source_verdict_rows(
@@ -116,8 +113,9 @@ def import_run(
     """Write a whole run atomically: replace it, then its trajectories, problems and any extra writes.
 
     `extra_writes` are callables `f(cur)` for format-specific tables (e.g. network events). Runs without
-    network traces are then evaluated offline with WebArena's evaluators (core.scoring.offline; well under
-    a second for 812 tasks), in the same transaction.
+    network traces are evaluated offline with WebArena's evaluators (core.scoring.offline; well under a
+    second for 812 tasks) before the transaction, and their rows land in it. The transaction only writes:
+    rows are Arrow tables built beforehand, so a `ShortLivedStore` holds the file for the writing alone.
     """
     try:
         _write_run(store, meta, trajectories, problems, extra_writes)
@@ -131,15 +129,22 @@ def import_run(
 
 
 def _write_run(store, meta, trajectories, problems, extra_writes) -> None:
-    from core.scoring.offline.run import NO_TRACE_FORMATS, evaluate_offline_on
+    from core.scoring.offline.run import NO_TRACE_FORMATS, evaluate_trajectories, write_evaluated
 
+    # Everything that can be computed is computed with the file closed: the transaction only writes.
+    tables = {
+        **trajectory_tables(meta.name, trajectories),
+        "import_problems": problem_table(meta.name, problems),
+    }
+    offline = None
+    if meta.source_format in NO_TRACE_FORMATS and trajectories:
+        answers = mark_answers(trajectories)
+        offline = evaluate_trajectories(store, [t for t in trajectories if (t.task_id, t.episode) in answers])
     with store.transaction() as cur:
         replace_run(cur, meta)
-        write_trajectories(cur, meta.name, trajectories)
-        write_problems(cur, meta.name, problems)
+        for table, data in tables.items():
+            insert_rows(cur, table, data)
         for write in extra_writes:
             write(cur)
-        if meta.source_format in NO_TRACE_FORMATS and trajectories:
-            answers = mark_answers(trajectories)
-            chosen = [t for t in trajectories if (t.task_id, t.episode) in answers]
-            evaluate_offline_on(cur, meta.name, trajectories=chosen)
+        if offline is not None:
+            write_evaluated(cur, meta.name, offline)

@@ -21,7 +21,7 @@ from core.measure.action_grammar import ParsedAction, readable
 from core.measure.judge import Judge, Pair, Verdict
 from core.measure.requirements import ensure_requirements, requirements_by_task
 from core.progress import ProgressCallback
-from core.store import Store, insert_rows, require_runs, utcnow
+from core.store import ShortLivedStore, Store, insert_rows, require_runs, utcnow
 
 # Run formats whose stated action *is* the executed one: EAR counts a browser error as the mismatch.
 STATED_IS_EXECUTED = frozenset({"agentlab"})
@@ -145,7 +145,7 @@ step_text = _step_text  # the readable sentence of a stored step (the gold edito
 
 
 def load_task_inputs(
-    store: Store, run: str, gold_set: str | None, task_ids: Sequence[int] | None = None
+    store: Store | ShortLivedStore, run: str, gold_set: str | None, task_ids: Sequence[int] | None = None
 ) -> list[TaskInput]:
     """The run's answer trajectory of every task (or of `task_ids`), with its gold (current version)
     and requirements."""
@@ -464,7 +464,7 @@ def compute_run(
 
 
 def run_metrics(
-    store: Store, run: str, gold_set: str, judge: Judge, *, preset: str = "default",
+    store: Store | ShortLivedStore, run: str, gold_set: str, judge: Judge, *, preset: str = "default",
     on_progress: ProgressCallback | None = None, task_ids: Sequence[int] | None = None,
 ) -> RunSummary:  # fmt: skip
     """Compute and store the metrics of `run` against `gold_set`; replaces earlier rows of the same

@@ -28,7 +28,7 @@ from core.files.parallel import map_chunks
 from core.files.submission import run_directory
 from core.progress import ProgressCallback
 from core.scoring import explanations
-from core.store import Store, insert_rows, require_runs, utcnow
+from core.store import ShortLivedStore, Store, insert_rows, require_runs, utcnow
 
 SOURCE = "webarena-verified"
 ENGINE_LOGGER = "WebArena-Verified"
@@ -508,7 +508,7 @@ def write_scores(cur, run: str, scores: Sequence[TaskScore]) -> None:
 
 
 def evaluate_run(
-    store: Store,
+    store: Store | ShortLivedStore,
     run: str,
     *,
     config: Path | dict | None = None,

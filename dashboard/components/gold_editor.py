@@ -103,6 +103,13 @@ class Draft:
     def keep(self, alt: int, frame: pd.DataFrame) -> None:
         self._set(f"edited:{alt}", frame)
 
+    def revive(self, alt: int) -> None:
+        """A run that did not draw the grid (a read failed, the page stopped on an error) dropped the
+        grid's widget state: the edits kept from it become its data, so the draft is never lost."""
+        if self.grid_key(alt) not in st.session_state and self._get(f"edited:{alt}") is not None:
+            self._set("alts", [self.edited(a) for a in range(self.n_alternatives)])
+            self._set("nonce", self._get("nonce", 0) + 1)
+
     def show(self, alt: int) -> None:
         """Switching alternatives: the grid of the hidden one is gone, so its edits become its data."""
         if self._get("shown") != alt:
@@ -258,6 +265,7 @@ def _editor(
         elif steps is not None:
             st.warning("This attempt has no executed step to start from.")
     draft.show(alt)
+    draft.revive(alt)
     edited = st.data_editor(
         draft.original(alt), key=draft.grid_key(alt), num_rows="dynamic", hide_index=True, width="stretch",
         column_order=COLUMNS,
@@ -300,12 +308,16 @@ def _save(
     mine = ge.clean_alternatives(draft.alternatives())
     dirty = mine != [list(alt) for alt in content]
     cols = st.columns([5, 1.4, 1.4], vertical_alignment="bottom")
-    # Keyed by the number of saves: after a save the field starts empty; a refused save keeps it.
+    # Keyed by the number of saves: after a save the field starts empty; a refused save keeps it, and so
+    # does a run that did not draw it (the text is kept beside the widget, whose state such a run drops).
     saves_key = f"{draft.prefix}:saves"
+    reason_key = f"{draft.prefix}:reason:{st.session_state.get(saves_key, 0)}"
+    kept = {} if reason_key in st.session_state else {"value": st.session_state.get(f"{reason_key}:kept", "")}
     reason = cols[0].text_input(
-        "Reason for this edit (saved with the version)", key=f"{draft.prefix}:reason:{st.session_state.get(saves_key, 0)}",
-        placeholder="e.g. step 3 clicked the wrong tab",
+        "Reason for this edit (saved with the version)", key=reason_key, placeholder="e.g. step 3 clicked the wrong tab",
+        **kept,
     )  # fmt: skip
+    st.session_state[f"{reason_key}:kept"] = reason
     missing = "your name (sidebar)" if not name else ("a reason" if not reason.strip() else None)
     clicked = cols[1].button(
         "Save new version", key="gold-save", type="primary", icon=":material/save:",

@@ -420,6 +420,15 @@ def agentlab_cases() -> list[Case]:
             b"\x80\x02N" + b"\x85" * 3_000_000 + b".")), "problem", "step_1.pkl.gz"),
         case("step-deep-lists", put("step_1.pkl.gz", lambda r: gzip.compress(
             b"\x80\x02" + b"]" * 200_000 + b"a" * 199_999 + b".")), "problem", "step_1.pkl.gz"),
+        # 60 MB of EMPTY_DICT (58 KB gzipped) built 60 million dicts, 5.6 GB: counted and refused first.
+        _says(case("step-60-million-dicts", put("step_1.pkl.gz", lambda r: _gzip_repeated(b"}", 60_000_000)),
+                   "problem", "step_1.pkl.gz"), "objects"),
+        # 9 bytes: a memo index of 2^30 asks the C unpickler for a 16 GB table.
+        _says(case("step-memo-index-2^30", put("step_1.pkl.gz", lambda r: gzip.compress(
+            b"\x80\x04}r" + (1 << 30).to_bytes(4, "little") + b".")), "problem", "step_1.pkl.gz"), "memory"),
+        _says(case("step-20000-classes", put("step_1.pkl.gz", lambda r: gzip.compress(
+            b"\x80\x04(" + b"".join(b"c%x\n%x\n" % (i, i) for i in range(20_000)) + b"l.")), "problem",
+            "step_1.pkl.gz"), "classes"),
         case("step-lone-surrogates", put("step_1.pkl.gz", lambda r: _step_pickle(
             {"action": "click('\ud800')", "obs": {"url": "http://x/\udfff", "axtree_txt": "\ud800"},
              "agent_info": {"think": "\udc00", "chat_messages": ["\ud83d"]}})), "imported", ""),
@@ -481,6 +490,17 @@ def _nested_memo_bomb() -> bytes:
     for _ in range(30):
         value = [value, value]
     return _step_pickle({"action": "noop()", "obs": {}, "agent_info": {"chat_messages": value}})
+
+
+def _gzip_repeated(opcode: bytes, times: int) -> bytes:
+    # MARK, `times` opcodes, LIST, STOP: gzipped block by block.
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as handle:
+        handle.write(b"\x80\x04(")
+        for _ in range(times // MB):
+            handle.write(opcode * MB)
+        handle.write(opcode * (times % MB) + b"l.")
+    return out.getvalue()
 
 
 def _gzip_zeros(size: int) -> bytes:

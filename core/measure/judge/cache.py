@@ -13,7 +13,7 @@ import orjson
 import pyarrow as pa
 
 from core.measure.judge import JUDGE_VERSION, Pair, Verdict
-from core.store import Store, utcnow
+from core.store import ShortLivedStore, Store, utcnow
 
 
 def cache_key(
@@ -24,7 +24,7 @@ def cache_key(
 
 
 class JudgmentCache:
-    def __init__(self, store: Store, *, model: str | None, prompt_versions: dict[str, str]):
+    def __init__(self, store: Store | ShortLivedStore, *, model: str | None, prompt_versions: dict[str, str]):
         self.store = store
         self.model = model
         self.prompt_versions = prompt_versions
@@ -37,17 +37,17 @@ class JudgmentCache:
         if not pairs:
             return {}
         keys = {self.key(p): p for p in pairs}
-        cur = self.store.cursor()
         table = pa.table({"key": list(keys)})
-        cur.register("_wanted_keys", table)
-        try:
-            rows = cur.execute(
-                "SELECT j.key, j.verdict, j.score, j.source, j.rationale FROM judgments j "
-                "JOIN _wanted_keys w ON j.key = w.key"
-            ).fetchall()
-        finally:
-            cur.unregister("_wanted_keys")
-            cur.close()
+        # One short read: a long command's store (ShortLivedStore) holds the file only for this statement.
+        with self.store.reading() as cur:
+            cur.register("_wanted_keys", table)
+            try:
+                rows = cur.execute(
+                    "SELECT j.key, j.verdict, j.score, j.source, j.rationale FROM judgments j "
+                    "JOIN _wanted_keys w ON j.key = w.key"
+                ).fetchall()
+            finally:
+                cur.unregister("_wanted_keys")
         return {
             keys[key]: Verdict(verdict, source, score, rationale=rationale)
             for key, verdict, score, source, rationale in rows

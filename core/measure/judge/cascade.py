@@ -25,7 +25,7 @@ from core.measure.judge.rules import (
     decide_steps,
 )
 from core.progress import ProgressCallback
-from core.store import Store
+from core.store import ShortLivedStore, Store
 
 JUDGE_CONFIGS = ("offline", "cascade", "llm")
 EMBEDDING_KINDS = frozenset({"gold_vs_agent", "agent_vs_agent"})
@@ -48,7 +48,7 @@ class CascadeJudge:
         self,
         name: str = "offline",
         *,
-        store: Store | None = None,
+        store: Store | ShortLivedStore | None = None,
         llm: LLMStage | None = None,
         embeddings=None,
         band: Band = DEFAULT_BAND,
@@ -153,7 +153,7 @@ class CascadeJudge:
 
 
 def make_judge(
-    name: str, store: Store | None = None, *, llm_config: LLMConfig | None = None, use_embeddings: bool = True,
+    name: str, store: Store | ShortLivedStore | None = None, *, llm_config: LLMConfig | None = None, use_embeddings: bool = True,
     batch_dir: Path | None = None,
 ) -> CascadeJudge:  # fmt: skip
     """A judge by configuration name; the LLM comes from `llm_config` or the environment."""

@@ -16,7 +16,7 @@ from core.measure.judge.cache import JudgmentCache
 from core.measure.judge.llm import LLMConfig, LLMStage, Prompt, prompt_versions
 from core.paths import PROMPTS_DIR
 from core.scoring.offline.webarena import FuzzyAnswer, FuzzyQuestion, TaskRecord, fuzzy_questions
-from core.store import Store
+from core.store import ShortLivedStore, Store
 
 KINDS = ("fuzzy_match", "ua_match")
 
@@ -37,14 +37,14 @@ def _pair(question: FuzzyQuestion) -> Pair:
 class FuzzyJudge:
     """Answers the LLM questions of many tasks in one batch (cache first), then serves them by lookup."""
 
-    def __init__(self, store: Store, stage: LLMStage):
+    def __init__(self, store: Store | ShortLivedStore, stage: LLMStage):
         self.stage = stage
         self.cache = JudgmentCache(store, model=stage.model, prompt_versions=prompt_versions(stage.prompts))
         self.asked = 0
         self.cache_hits = 0
 
     @classmethod
-    def from_env(cls, store: Store, config: LLMConfig | None = None) -> FuzzyJudge | None:
+    def from_env(cls, store: Store | ShortLivedStore, config: LLMConfig | None = None) -> FuzzyJudge | None:
         config = config or LLMConfig.from_env()
         return cls(store, LLMStage(config, load_prompts())) if config else None
 

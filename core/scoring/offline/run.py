@@ -12,14 +12,15 @@ task's offline status beside the run's own verdict in `evaluations`.
 - Never touches the run's own verdict (`status`, `score`, `source`); writes `offline_status`,
   `offline_config`, `offline_disagrees`, and the task's sentence in `explanation` (source `offline`)
   for rows whose sentence did not come from the official engine.
-Everything happens on the caller's cursor, inside its transaction (an import writes it with the run).
+An import evaluates before its transaction and writes inside it (the run lands with its offline rows);
+`evaluate-offline` reads, evaluates with the file free, then writes in one short transaction.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import duckdb
@@ -29,7 +30,7 @@ from core.errors import InputError, NotFound
 from core.progress import ProgressCallback
 from core.scoring.explanations import clip
 from core.scoring.offline.webarena import FuzzyAnswer, Outcome, TaskRecord, combined_status, evaluate_task
-from core.store import Store, insert_rows
+from core.store import ShortLivedStore, Store, insert_rows
 
 # Run formats without network traces: the official engine cannot score them, the offline evaluators can.
 NO_TRACE_FORMATS = frozenset({"webarena-render", "agentlab", "jsonl", "opagent"})
@@ -118,32 +119,37 @@ def load_task_records(
     return out
 
 
-def records_from_trajectories(
-    cur: duckdb.DuckDBPyConnection, run: str, trajectories: Sequence[Any]
-) -> list[tuple[int, str | None, TaskRecord | None, str | None, str | None]]:
-    """The same records as `load_task_records`, built from the run's in-memory answer trajectories (each
-    task's `TrajectoryRecord` the importer marked as its answer: the steps just inserted need not be read
-    back)."""
+def read_originals(cur: duckdb.DuckDBPyConnection) -> dict[int, dict[str, Any]]:
+    """The original WebArena config of every task, as `records_from_trajectories` takes it."""
     originals = cur.execute(
         "SELECT task_id, intent AS o_intent, eval_types AS o_eval_types, reference_answers AS o_reference_answers,"
         " reference_url AS o_reference_url, program_html AS o_program_html, string_note AS o_string_note"
         " FROM original_tasks"
     )
     names = [d[0] for d in originals.description]
-    original = {row[0]: dict(zip(names, row, strict=True)) for row in originals.fetchall()}
-    verdicts = {t: (status, source) for t, status, source in cur.execute(
-        "SELECT task_id, status, source FROM evaluations WHERE run = ?", [run]).fetchall()}  # fmt: skip
+    return {row[0]: dict(zip(names[1:], row[1:], strict=True)) for row in originals.fetchall()}
+
+
+_ORIGINAL_FIELDS = ("o_intent", "o_eval_types", "o_reference_answers", "o_reference_url", "o_program_html",
+                    "o_string_note")  # fmt: skip
+
+
+def records_from_trajectories(
+    originals: dict[int, dict[str, Any]], trajectories: Sequence[Any]
+) -> list[tuple[int, str | None, TaskRecord | None, str | None, str | None]]:
+    """The same records as `load_task_records`, built from a run's in-memory answer trajectories (each
+    task's `TrajectoryRecord` the importer marked as its answer), without the run's verdicts (an importer
+    has not written them yet: `write_evaluated` adds them)."""
     out = []
     for t in sorted(trajectories, key=lambda t: t.task_id):
-        status, source = verdicts.get(t.task_id, (None, None))
         last = t.steps[-1] if t.steps else None
         row = {
             "task_config": t.task_config, "final_answer": t.final_answer, "final_url": t.final_url,
             "answer_only": t.answer_only, "last_step_url": last.url if last else None,
             "last_answer": last.action.answer if last and last.action else None,
-            **original.get(t.task_id, dict.fromkeys(names[1:])),
+            **originals.get(t.task_id, dict.fromkeys(_ORIGINAL_FIELDS)),
         }  # fmt: skip
-        out.append((t.task_id, *_record(row), status, source))
+        out.append((t.task_id, *_record(row), None, None))
     return out
 
 
@@ -257,18 +263,30 @@ def _dump(value: Any) -> str | None:
     return None if value is None else orjson.dumps(value, default=str).decode()
 
 
-def evaluate_offline_on(
-    cur: duckdb.DuckDBPyConnection, run: str, *, fuzzy: FuzzyAnswer | None = None,
-    on_progress: ProgressCallback | None = None, trajectories: Sequence[Any] = (),
-) -> OfflineSummary:  # fmt: skip
-    """Evaluate and write, on the caller's cursor (inside its transaction). An importer passes the answer
-    `trajectories` it is writing (one per task), so nothing is read back."""
-    records = (
-        records_from_trajectories(cur, run, trajectories) if trajectories else load_task_records(cur, run)
-    )
-    results = evaluate_records(records, fuzzy, on_progress)
-    summary = OfflineSummary(run=run, tasks=len(results), results=results)
-    summary.explained = write_results(cur, run, results)
+def evaluate_trajectories(
+    store: Store | ShortLivedStore, trajectories: Sequence[Any]
+) -> list[TaskEvaluation]:
+    """An importer's offline evaluation, before its transaction: each answer trajectory against its
+    recorded or original config (one short read of `original_tasks`; the rest runs with the file free)."""
+    with store.reading() as cur:
+        originals = read_originals(cur)
+    return evaluate_records(records_from_trajectories(originals, trajectories))
+
+
+def write_evaluated(
+    cur: duckdb.DuckDBPyConnection, run: str, results: Sequence[TaskEvaluation]
+) -> OfflineSummary:
+    """Inside an importer's transaction, after it wrote the run's own verdicts: compare with them and
+    write the offline rows."""
+    verdicts = {t: (status, source) for t, status, source in cur.execute(
+        "SELECT task_id, status, source FROM evaluations WHERE run = ?", [run]).fetchall()}  # fmt: skip
+    judged = [replace(r, run_status=verdicts.get(r.task_id, (None, None))[0],
+                      run_source=verdicts.get(r.task_id, (None, None))[1]) for r in results]  # fmt: skip
+    return _summary(run, judged, write_results(cur, run, judged))
+
+
+def _summary(run: str, results: list[TaskEvaluation], explained: int) -> OfflineSummary:
+    summary = OfflineSummary(run=run, tasks=len(results), results=results, explained=explained)
     for r in results:
         summary.statuses[r.status] += 1
         summary.configs[r.config or "none"] += 1
@@ -280,10 +298,13 @@ def evaluate_offline_on(
 
 
 def evaluate_run_offline(
-    store: Store, run: str, *, fuzzy_judge: Any = None, on_progress: ProgressCallback | None = None
-) -> OfflineSummary:
-    """`trajreview evaluate-offline`: re-run the offline evaluators of a stored run in one transaction.
-    With a `FuzzyJudge` (core.scoring.offline.fuzzy), fuzzy_match and the N/A rule are asked to the LLM first."""
+    store: Store | ShortLivedStore, run: str, *, fuzzy_judge: Any = None,
+    on_progress: ProgressCallback | None = None,
+) -> OfflineSummary:  # fmt: skip
+    """`trajreview evaluate-offline`: re-run the offline evaluators of a stored run and replace its offline
+    rows in one transaction. The records are read first and evaluated with the file free (a
+    `ShortLivedStore` holds it only for that read and the final write). With a `FuzzyJudge`
+    (core.scoring.offline.fuzzy), fuzzy_match and the N/A rule are asked to the LLM first."""
     found = store.query("SELECT source_format FROM runs WHERE name = ?", [run])
     if not found:
         raise NotFound("run", run, hint="import it first")
@@ -292,9 +313,11 @@ def evaluate_run_offline(
             "--run",
             f"{run!r} ({found[0][0]}) has network traces: score it with `trajreview evaluate --run {run}`",
         )
+    with store.reading() as cur:
+        records = load_task_records(cur, run)
     fuzzy = None
     if fuzzy_judge is not None:
-        records = load_task_records(store.cursor(), run)
         fuzzy = fuzzy_judge.prefetch([r for _, _, r, _, _ in records if r is not None])
+    results = evaluate_records(records, fuzzy, on_progress)
     with store.transaction() as cur:
-        return evaluate_offline_on(cur, run, fuzzy=fuzzy, on_progress=on_progress)
+        return _summary(run, results, write_results(cur, run, results))
