@@ -124,7 +124,7 @@ def test_alignment_joins_gold_and_agent_steps(open_page, demo_db):
             0
         ]
     assert (table["gold #"] != "").sum() == n_gold
-    assert table["judge"].str.startswith("equivalent").sum() == pairs
+    assert table["judge"].str.startswith("same").sum() == pairs
     assert "SSR" in [m.label for m in at.metric]
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from core.measure.judge import VERDICT_WORDS
 from core.measure.metrics_run import NULL_REASONS
 from core.queries.records import Record
 from core.store import Store
@@ -107,7 +108,7 @@ class AlignmentRow(Record):
     executed: str | None
     """The executed action as the sentence the judge compared with the gold."""
     verdict: str | None = None
-    """`equivalent` on an aligned pair; None otherwise."""
+    """`same` (the judge's word for a match) on an aligned pair; None otherwise."""
     stage: str | None = None
     """Judge stage that decided the aligned pair: rule, lexical, embedding, llm, offline."""
     score: float | None = None
@@ -257,7 +258,7 @@ def _rows(gold_texts: list[str], steps: list[dict[str, Any]]) -> list[AlignmentR
         return AlignmentRow(
             gold_idx=g, gold_text=gold_texts[g] if g is not None and g < len(gold_texts) else None,
             agent_idx=step["agent_idx"], stated=step["stated_action"], executed=step["agent_text"],
-            verdict="equivalent" if g is not None else None, stage=step["match_source"] if g is not None else None,
+            verdict=VERDICT_WORDS[True] if g is not None else None, stage=step["match_source"] if g is not None else None,
             score=step["match_score"] if g is not None else None, marks=_marks(step),
         )  # fmt: skip
 
