@@ -193,6 +193,25 @@ class AlignmentView(Record):
         """The attempt recorded only its final answer: no gold pair was judged (docs/metrics.md)."""
         return self.null_reasons.get("ssr") == "answer_only"
 
+    @property
+    def deviation_summary(self) -> str | None:
+        """The deviations of the alternative shown, counted the way the rows below mark them: the steps
+        marked `deviation`, plus the incident the RR walk counts when the agent stopped on the gold path
+        with gold steps left (no step carries that one). None before metrics exist."""
+        m = self.metrics
+        if m is None or m.deviations is None:
+            return None
+        marked = sum("deviation" in r.marks for r in self.rows)
+        recovered = sum(any(k.startswith("recovery") for k in r.marks) for r in self.rows)
+        if self.alternative != m.alternative:
+            return (f"{marked} deviation(s) marked on this alternative's steps, {recovered} recovered "
+                    f"(the metrics above are alternative {(m.alternative or 0) + 1}'s)")  # fmt: skip
+        at_stop = m.deviations - marked
+        stop = f" + {at_stop} where the agent stopped with gold steps left" if at_stop > 0 else ""
+        return (
+            f"{m.deviations} deviation(s): {marked} marked on the steps below{stop}; {m.recoveries} recovered"
+        )
+
 
 def metric_rows(store: Store, run: str, task_id: int) -> list[StoredMetrics]:
     """Every stored metrics row of the task (one per gold set, judge config and preset), newest first."""

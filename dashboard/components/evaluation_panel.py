@@ -11,6 +11,7 @@ from core.scoring.explanations import readable_message
 from core.values import is_missing
 from dashboard import state
 from dashboard.components.formatting import verdict_label
+from dashboard.components.tables import show_table
 from dashboard.db import read
 from dashboard.text import escape_md
 
@@ -81,7 +82,7 @@ def render(run: str, task_id: int, header: q.TaskHeader) -> None:
                 )
             if r.get("assertions"):
                 st.caption("Assertions")
-                st.dataframe(_assertions(r["assertions"]), hide_index=True, width="stretch")
+                show_table(_assertions(r["assertions"]), hide_index=True, width="stretch")
             for label, key in (("matched", "matched_event_seq"), ("nearest candidate", "nearest_event_seq")):
                 seq = r.get(key)
                 if not is_missing(seq):

@@ -10,6 +10,7 @@ from core.queries import network as q
 from dashboard import state
 from dashboard.charts import waterfall
 from dashboard.components import labels_panel
+from dashboard.components.tables import show_table
 from dashboard.db import read
 
 MAX_TABLE_ROWS = 5_000
@@ -62,7 +63,7 @@ def render(run: str, task_id: int) -> None:
         if len(events) > 1500:
             st.caption("The waterfall shows the first 1,500 events of the filter.")
     table = events.head(MAX_TABLE_ROWS)
-    picked = st.dataframe(
+    picked = show_table(
         table, hide_index=True, on_select="rerun", selection_mode="single-row",
         key=f"events-{hash(flt)}",
         column_order=("seq", "start_ms", "time_ms", "method", "status", "event_type", "url", "step", "evaluator"),

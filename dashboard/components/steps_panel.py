@@ -13,6 +13,7 @@ from core.queries import task as q
 from core.values import is_missing
 from dashboard import state
 from dashboard.components import labels_panel, step_pages
+from dashboard.components.tables import show_table
 from dashboard.db import read, read_files
 
 FILMSTRIP = 6  # screenshots loaded around the current step; the others are never read
@@ -119,4 +120,4 @@ def render(run: str, task_id: int, episode: str | None) -> None:
                 st.code(content, language=None, wrap_lines=True, height=500)
 
     with st.expander(f"All {len(idxs)} steps", expanded=False):
-        st.dataframe(steps[["idx", "readable", "error", "url"]], hide_index=True, width="stretch")
+        show_table(steps[["idx", "readable", "error", "url"]], hide_index=True, width="stretch")
