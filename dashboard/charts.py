@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.measure.stats import TOO_FEW, percent
+from core.queries.network import GAP_MS, collapse_gaps
 from core.values import is_missing
 from dashboard.text import clip
 
@@ -55,22 +56,32 @@ def success_by_site(per_site: pd.DataFrame, title: str | None = None) -> go.Figu
 
 
 def waterfall(events: pd.DataFrame, limit: int = 1500) -> go.Figure:
-    """Each event as a bar from its start offset for its duration, first event on top, coloured by type."""
-    df = events.head(limit)
+    """Each event as a bar from its start for its duration, first event on top, coloured by type. Idle
+    stretches (nothing in flight for over GAP_MS) are collapsed and marked with how long they lasted, so
+    a run that waited 20 s between two pages still shows both pages' requests side by side."""
+    df = events.head(limit).reset_index(drop=True)
+    duration = df["time_ms"].fillna(0).clip(lower=1).astype(float)
+    start = df["start_ms"].fillna(0).astype(float)
+    shifted, gaps = collapse_gaps(start.tolist(), (start + duration).tolist())
+    df = df.assign(_x=shifted, _d=duration)
     fig = go.Figure()
     for kind, color in EVENT_COLORS.items():
         part = df[df["event_type"].fillna("other") == kind]
         if part.empty:
             continue
         fig.add_bar(
-            y=part["seq"].astype(str), x=part["time_ms"].fillna(0).clip(lower=1), base=part["start_ms"],
-            orientation="h", name=kind, marker_color=color, customdata=part["seq"],
-            hovertext=[f"{m} {s} {u[:120]}" for m, s, u in zip(part["method"], part["status"], part["url"].fillna(""), strict=True)],
-            hovertemplate="#%{y} at %{base} ms, %{x:.0f} ms<br>%{hovertext}<extra></extra>",
+            y=part["seq"].astype(str), x=part["_d"], base=part["_x"],
+            orientation="h", name=kind, marker_color=color, customdata=part["start_ms"],
+            hovertext=[f"{m} {s} {html.escape(str(u)[:120])}" for m, s, u in zip(part["method"], part["status"], part["url"].fillna(""), strict=True)],
+            hovertemplate="#%{y} at %{customdata} ms, %{x:.0f} ms<br>%{hovertext}<extra></extra>",
         )  # fmt: skip
+    for at, idle in gaps:
+        fig.add_vline(x=at, line_color="#999", line_dash="dot")
+        fig.add_annotation(x=at, y=1, yref="paper", text=f"⋯ {idle / 1000:.1f} s idle", showarrow=False,
+                           yanchor="bottom", font={"size": 10, "color": "#555"})  # fmt: skip
     fig.update_layout(
-        barmode="overlay", height=min(120 + 12 * len(df), 900), margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"title": "ms since the first event"},
+        barmode="overlay", height=min(140 + 12 * len(df), 900), margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": f"ms of activity since the first event (idle stretches over {GAP_MS / 1000:.0f} s collapsed: ⋯)"},
         yaxis={"type": "category", "autorange": "reversed", "title": "event", "categoryorder": "array",
                "categoryarray": df["seq"].astype(str).tolist(), "showticklabels": len(df) <= 60},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},

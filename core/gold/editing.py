@@ -248,7 +248,8 @@ def restore(
         raise InputError(f"{gold_set}/{task_id}", f"no version {version}")
     if based_on_version and content == version_content(store, gold_set, task_id, based_on_version):
         raise InputError(
-            f"{gold_set}/{task_id}", f"version {version} is the same as the current version {based_on_version}: nothing to restore"
+            f"{gold_set}/{task_id}",
+            f"version {version} is the same as the current version {based_on_version}: nothing to restore",
         )
     steps = [[{"text": s.text, "flags": list(s.flags)} for s in alt] for alt in content]
     return save_gold(store, gold_set, task_id, steps, author, f"restore version {version}", based_on_version)

@@ -77,7 +77,6 @@ class Draft:
         for key in [k for k in st.session_state if str(k).startswith(f"{self.prefix}:edited:")]:
             del st.session_state[key]
         self._set("nonce", self._get("nonce", 0) + 1)
-        st.session_state[f"{self.prefix}:move:{alt}"] = target + 1  # the picker follows the moved step
         self._set("started_as", ge.clean_alternatives(self.alternatives()))
 
     @property
@@ -139,6 +138,7 @@ class Draft:
         for key in [k for k in st.session_state if str(k).startswith(f"{self.prefix}:edited:")]:
             del st.session_state[key]
         self._set("nonce", self._get("nonce", 0) + 1)
+        st.session_state[f"{self.prefix}:move:{alt}"] = target + 1  # the picker follows the moved step
 
 
 def _content_frames(content: list[list[ge.EditStep]]) -> list[pd.DataFrame]:
@@ -345,7 +345,9 @@ def _save(
         "Reason for this edit (saved with the version)", key=f"{draft.prefix}:reason:{st.session_state.get(saves_key, 0)}",
         placeholder="e.g. step 3 clicked the wrong tab",
     )  # fmt: skip
-    missing = "your name (Your name, top of this tab)" if not name else ("a reason" if not reason.strip() else None)
+    missing = (
+        "your name (Your name, top of this tab)" if not name else ("a reason" if not reason.strip() else None)
+    )
     clicked = cols[1].button(
         "Save new version", key="gold-save", type="primary", icon=":material/save:",
         disabled=missing is not None or not dirty,

@@ -95,7 +95,9 @@ def render(
         cols = st.columns([2, 3])
         older = [n for n in numbers if n != current]
         pick = cols[0].selectbox("Restore version", older, key=f"gold-restore-pick:{task_id}:{gold_set}")
-        same = read(ge.version_content, gold_set, task_id, pick) == read(ge.version_content, gold_set, task_id, current)
+        same = read(ge.version_content, gold_set, task_id, pick) == read(
+            ge.version_content, gold_set, task_id, current
+        )
         cols[1].write("")
         if cols[1].button(
             f"Restore version {pick} as version {current + 1}", key="gold-restore", icon=":material/history:",
@@ -113,4 +115,6 @@ def render(
                 st.toast(f"Restored version {pick} as version {version}.")
                 st.rerun()
         if same:
-            cols[1].caption(f"Version {pick} is the same as the current version {current}: nothing to restore.")
+            cols[1].caption(
+                f"Version {pick} is the same as the current version {current}: nothing to restore."
+            )
