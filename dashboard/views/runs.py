@@ -8,6 +8,7 @@ import streamlit as st
 from core.queries import runs as q
 from dashboard import state
 from dashboard.charts import success_by_site
+from dashboard.components import failures_by_cause
 from dashboard.components.formatting import rate_with_ci
 from dashboard.components.tables import show_table
 from dashboard.db import db_path, fingerprint, read
@@ -15,6 +16,8 @@ from dashboard.text import clip
 
 st.title("Runs")
 runs = read(q.runs_table)
+if runs is not None and not runs.empty:
+    failures_by_cause.render()
 if runs is None:
     st.stop()
 if runs.empty:
@@ -24,6 +27,7 @@ if runs.empty:
     )
     st.stop()
 
+st.subheader("Every run")
 st.caption(
     f"{len(runs)} runs in `{db_path().name}`. Success rate = successes / scored tasks, with its 95 % "
     "Wilson interval; unscored tasks are left out and counted in *tasks − scored*. Select a row to triage it."
