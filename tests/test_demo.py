@@ -17,6 +17,7 @@ def test_demo_database_holds_every_source(tmp_path):
         runs = dict(s.query("SELECT name, source_format FROM runs"))
         assert runs == {
             "wav-demo": "wav-run",
+            "wav-navigation": "wav-run",
             "agentlab-sample": "agentlab",
             "webarena-render-babelcloud": "webarena-render",
             "opagent": "opagent",
@@ -36,8 +37,16 @@ def test_demo_database_holds_every_source(tmp_path):
         )
         assert unexplained == []
         assert (
-            s.query("SELECT count(*) FROM evaluations WHERE status <> 'success'")[0][0] == 3 + 1 + 260 + 228
+            s.query("SELECT count(*) FROM evaluations WHERE status <> 'success'")[0][0]
+            == 3 + 1 + 1 + 260 + 228
         )
+        # A network evaluator's matched event and a failed one's nearest event, on the real HARs.
+        network = s.query(
+            "SELECT task_id, status, matched_event_seq IS NOT NULL, nearest_event_seq IS NOT NULL"
+            " FROM evaluator_results WHERE run = 'wav-navigation' AND evaluator = 'NetworkEventEvaluator'"
+            " ORDER BY task_id"
+        )
+        assert network == [(157, "success", True, False), (677, "failure", False, True)]
         # Real multi-step alignments for the review pages.
         assert s.query("SELECT count(DISTINCT task_id) FROM alignments WHERE run = 'opagent'")[0][0] > 500
     assert not path.with_name(path.name + ".building").exists()

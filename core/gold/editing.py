@@ -246,10 +246,11 @@ def restore(
     content = version_content(store, gold_set, task_id, version)
     if not content:
         raise InputError(f"{gold_set}/{task_id}", f"no version {version}")
-    if based_on_version and content == version_content(store, gold_set, task_id, based_on_version):
+    latest = history(store, gold_set, task_id)[0]["version"]
+    if based_on_version == latest and content == version_content(store, gold_set, task_id, latest):
         raise InputError(
             f"{gold_set}/{task_id}",
-            f"version {version} is the same as the current version {based_on_version}: nothing to restore",
+            f"version {version} is the same as the current version {latest}: nothing to restore",
         )
     steps = [[{"text": s.text, "flags": list(s.flags)} for s in alt] for alt in content]
     return save_gold(store, gold_set, task_id, steps, author, f"restore version {version}", based_on_version)
