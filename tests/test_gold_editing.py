@@ -239,11 +239,12 @@ def test_restoring_a_version_identical_to_the_current_one_writes_nothing(gold_st
 
 
 def test_history_never_shows_a_blank_author(gold_store: Store):
-    # The paper's gold was imported without an author: its version 1 says so in words.
-    assert ge.history(gold_store, "paper-gold", 101)[0]["author"] == ge.NO_AUTHOR == "not recorded"
-    # A set whose owner was named at import: version 1 carries that name.
+    # Gold imported without an author: its version 1 says so in words, never a blank.
     path = gold_store.path.parent / "mine.csv"
     path.write_text("Task No.,Step No.,Text\n101,1,Click 'Go'\n")
+    import_gold(gold_store, path, "anonymous")
+    assert ge.history(gold_store, "anonymous", 101)[0]["author"] == ge.NO_AUTHOR == "not recorded"
+    # A set whose owner was named at import: version 1 carries that name.
     import_gold(gold_store, path, "mine", author="Grace")
     assert ge.history(gold_store, "mine", 101)[0]["author"] == "Grace"
     ge.save_gold(gold_store, "mine", 101, [["Click 'Go' twice"]], "Ada", "twice", 1)

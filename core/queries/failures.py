@@ -42,9 +42,7 @@ class FailureGroup:
     """Failed tasks sharing what is known of their cause."""
 
     cause: str
-    """The shared cause in words: the sentence's shape (values as …), else the ending."""
-    basis: str
-    """What the group rests on: `evaluator` (a failing evaluator's sentence) or `termination`."""
+    """The shared cause in words: the sentence's shape (values as …), else how the attempt ended."""
     evaluators: str | None
     """The failing evaluators the group's tasks share, if any."""
     items: list[FailureItem] = field(default_factory=list)
@@ -61,21 +59,21 @@ def sentence_shape(sentence: str) -> str:
     return " ".join(shape.split())
 
 
-def _cause(item: FailureItem) -> tuple[str, str, str | None]:
+def _cause(item: FailureItem) -> tuple[str, str | None]:
     if item.sentence and item.sentence.strip():
-        return sentence_shape(item.sentence), "evaluator", item.failing_evaluators
+        return sentence_shape(item.sentence), item.failing_evaluators
     ending = item.termination or "not recorded"
-    return f"no explanation recorded; the attempt ended: {ending}", "termination", item.failing_evaluators
+    return f"no explanation recorded; the attempt ended: {ending}", item.failing_evaluators
 
 
 def group_failures(
-    items: list[FailureItem], key: Callable[[FailureItem], tuple[str, str, str | None]] = _cause
+    items: list[FailureItem], key: Callable[[FailureItem], tuple[str, str | None]] = _cause
 ) -> list[FailureGroup]:
-    """Items grouped by `key` (cause, basis, evaluators), biggest group first, tasks by id."""
-    groups: dict[tuple[str, str, str | None], FailureGroup] = {}
+    """Items grouped by `key` (cause, evaluators), biggest group first, tasks by id."""
+    groups: dict[tuple[str, str | None], FailureGroup] = {}
     for item in items:
         k = key(item)
-        groups.setdefault(k, FailureGroup(cause=k[0], basis=k[1], evaluators=k[2])).items.append(item)
+        groups.setdefault(k, FailureGroup(cause=k[0], evaluators=k[1])).items.append(item)
     return sorted(groups.values(), key=lambda g: (-len(g.items), g.cause))
 
 
