@@ -182,3 +182,15 @@ def test_compare_pairs_small_sites_without_an_interval(demo):
     cmp = compare.compare_runs(demo, "webarena-render-babelcloud", "opagent")
     small = cmp.per_site[cmp.per_site["n"] < stats.MIN_N_BOOTSTRAP]
     assert not small.empty and small["ci_low"].isna().all()
+
+
+def test_small_sites_are_drawn_without_a_whisker_and_say_so(demo):
+    from dashboard.charts import deltas
+
+    cmp = compare.compare_runs(demo, "webarena-render-babelcloud", "opagent")
+    fig = deltas(cmp.per_site, "webarena-render-babelcloud", "opagent").data[0]
+    rows = cmp.per_site.sort_values(["n", "site"], ascending=[True, False]).reset_index(drop=True)
+    for i, n in enumerate(rows["n"]):
+        small = n < stats.MIN_N_BOOTSTRAP
+        assert (fig.error_x.array[i] == 0 and fig.error_x.arrayminus[i] == 0) or not small
+        assert fig.text[i] == f"n={n}" + (f", {stats.TOO_FEW}" if small else "")
