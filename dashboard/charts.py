@@ -9,11 +9,18 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.measure.stats import TOO_FEW, percent
+from core.queries.network import GAP_MS, collapse_gaps
 from core.values import is_missing
 from dashboard.text import clip
 
 SUCCESS_COLOR = "#2f6fde"
 EVENT_COLORS = {"navigation": "#2f6fde", "mutation": "#e4572e", "other": "#9aa5b1"}
+
+
+def _text_positions(rates: pd.Series, room: float = 12) -> list[str]:
+    """'inside' for bars long enough to hold their label (in % of the axis), 'outside' for the others."""
+    return ["inside" if not is_missing(r) and r >= room else "outside" for r in rates]
 
 
 def success_by_site(per_site: pd.DataFrame, title: str | None = None) -> go.Figure:
@@ -29,7 +36,9 @@ def success_by_site(per_site: pd.DataFrame, title: str | None = None) -> go.Figu
     fig = go.Figure(
         go.Bar(
             y=labels, x=rate, orientation="h", marker_color=SUCCESS_COLOR,
-            text=[f"{r:.0f} %" for r in rate], textposition="inside", insidetextanchor="end",
+            # A short bar cannot hold its label (a 0 % bar has no width at all): the label goes beside it.
+            text=[percent(r / 100) for r in rate], textposition=_text_positions(rate), insidetextanchor="end",
+            cliponaxis=False,
             customdata=df["site"],
             error_x={"type": "data", "symmetric": False,
                      "array": (df["ci_high"].astype(float) * 100 - rate).tolist(),
@@ -47,22 +56,32 @@ def success_by_site(per_site: pd.DataFrame, title: str | None = None) -> go.Figu
 
 
 def waterfall(events: pd.DataFrame, limit: int = 1500) -> go.Figure:
-    """Each event as a bar from its start offset for its duration, first event on top, coloured by type."""
-    df = events.head(limit)
+    """Each event as a bar from its start for its duration, first event on top, coloured by type. Idle
+    stretches (nothing in flight for over GAP_MS) are collapsed and marked with how long they lasted, so
+    a run that waited 20 s between two pages still shows both pages' requests side by side."""
+    df = events.head(limit).reset_index(drop=True)
+    duration = df["time_ms"].fillna(0).clip(lower=1).astype(float)
+    start = df["start_ms"].fillna(0).astype(float)
+    shifted, gaps = collapse_gaps(start.tolist(), (start + duration).tolist())
+    df = df.assign(_x=shifted, _d=duration)
     fig = go.Figure()
     for kind, color in EVENT_COLORS.items():
         part = df[df["event_type"].fillna("other") == kind]
         if part.empty:
             continue
         fig.add_bar(
-            y=part["seq"].astype(str), x=part["time_ms"].fillna(0).clip(lower=1), base=part["start_ms"],
-            orientation="h", name=kind, marker_color=color, customdata=part["seq"],
-            hovertext=[f"{m} {s} {u[:120]}" for m, s, u in zip(part["method"], part["status"], part["url"].fillna(""), strict=True)],
-            hovertemplate="#%{y} at %{base} ms, %{x:.0f} ms<br>%{hovertext}<extra></extra>",
+            y=part["seq"].astype(str), x=part["_d"], base=part["_x"],
+            orientation="h", name=kind, marker_color=color, customdata=part["start_ms"],
+            hovertext=[f"{m} {s} {html.escape(str(u)[:120])}" for m, s, u in zip(part["method"], part["status"], part["url"].fillna(""), strict=True)],
+            hovertemplate="#%{y} at %{customdata} ms, %{x:.0f} ms<br>%{hovertext}<extra></extra>",
         )  # fmt: skip
+    for at, idle in gaps:
+        fig.add_vline(x=at, line_color="#999", line_dash="dot")
+        fig.add_annotation(x=at, y=1, yref="paper", text=f"⋯ {idle / 1000:.1f} s idle", showarrow=False,
+                           yanchor="bottom", font={"size": 10, "color": "#555"})  # fmt: skip
     fig.update_layout(
-        barmode="overlay", height=min(120 + 12 * len(df), 900), margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"title": "ms since the first event"},
+        barmode="overlay", height=min(140 + 12 * len(df), 900), margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": f"ms of activity since the first event (idle stretches over {GAP_MS / 1000:.0f} s collapsed: ⋯)"},
         yaxis={"type": "category", "autorange": "reversed", "title": "event", "categoryorder": "array",
                "categoryarray": df["seq"].astype(str).tolist(), "showticklabels": len(df) <= 60},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
@@ -79,7 +98,8 @@ def judge_kappa(stages: pd.DataFrame) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             y=labels, x=kappa.fillna(0), orientation="h", marker_color=SUCCESS_COLOR,
-            text=["κ undefined" if is_missing(k) else f"{k:.2f}" for k in kappa], textposition="outside",
+            text=["κ undefined" if is_missing(k) else f"{k:.2f}" + ("" if not is_missing(lo) else f", {TOO_FEW}")
+                  for k, lo in zip(kappa, df["kappa_low"], strict=True)], textposition="outside",
             error_x={"type": "data", "symmetric": False,
                      "array": (df["kappa_high"].astype(float) - kappa).fillna(0).tolist(),
                      "arrayminus": (kappa - df["kappa_low"].astype(float)).fillna(0).tolist(),
@@ -126,9 +146,10 @@ def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
         fig.add_bar(
             # Labels escaped: plotly renders <a>, <b>, <br> … inside them; the click keeps the raw value.
             y=[html.escape(str(v)) for v in part.index], x=rate, orientation="h", name=html.escape(run), marker_color=RUN_COLORS[i % len(RUN_COLORS)],
-            text=[f"{r:.0f} % · {s}/{n}" for r, s, n in zip(rate, part["successes"], part["scored"], strict=True)],
-            # Inside, from the bar's start: the CI whisker crosses the bar's end.
-            textposition="inside", insidetextanchor="start", textfont={"color": "white"}, cliponaxis=False,
+            text=[f"{percent(r / 100)} · {s}/{n}" for r, s, n in zip(rate, part["successes"], part["scored"], strict=True)],
+            # Inside, from the bar's start (the CI whisker crosses the bar's end); a short bar's label beside it.
+            textposition=_text_positions(rate, room=30), insidetextanchor="start", cliponaxis=False,
+            insidetextfont={"color": "white"}, outsidetextfont={"color": "#333"},
             customdata=[[run, v] for v in part.index],
             error_x={"type": "data", "symmetric": False,
                      "array": (part["ci_high"].astype(float) * 100 - rate).tolist(),
@@ -159,7 +180,8 @@ def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
         go.Scatter(
             y=[html.escape(str(s)) for s in df["site"]], x=diff, mode="markers+text", customdata=df["site"],
             marker={"size": 9, "color": [RUN_COLORS[1] if d < 0 else RUN_COLORS[0] for d in diff]},
-            text=[f"n={n}" for n in df["n"]], textposition="top center",
+            text=[f"n={n}" + ("" if not is_missing(lo) else f", {TOO_FEW}") for n, lo in zip(df["n"], df["ci_low"], strict=True)],
+            textposition="top center",
             error_x={"type": "data", "symmetric": False, "array": (high - diff).tolist(),
                      "arrayminus": (diff - low).tolist(), "color": "#555", "thickness": 1},
             hovertemplate="%{y}: %{x:+.1f} points<extra></extra>",

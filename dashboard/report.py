@@ -20,6 +20,7 @@ import pandas as pd
 import plotly.io as pio
 
 from core.measure.metrics_run import NULL_REASONS
+from core.measure.stats import estimate_text, rate_text
 from core.queries import breakdowns, compare, metrics_view
 from core.queries.runs import MULTI_SITE_RULE, runs_table
 from core.store import Store
@@ -67,9 +68,7 @@ def table_html(df: pd.DataFrame) -> str:
 
 
 def _rate(r, lo, hi, n) -> str:
-    if is_missing(r):
-        return "– (no scored task)"
-    return f"{r * 100:.1f} % [{lo * 100:.1f}–{hi * 100:.1f}] of {int(n)}"
+    return rate_text(r, lo, hi, n)
 
 
 def _chart(part: pd.DataFrame, first: list[bool]) -> str:
@@ -127,11 +126,10 @@ def build(store: Store, runs: Sequence[str], *, database_name: str = "") -> str:
         s, o = cmp.success, cmp.outcomes
         two = pd.DataFrame({"": ["A passed", "A failed"], "B passed": [o["both pass"], o["B only"]],
                             "B failed": [o["A only"], o["both fail"]]})  # fmt: skip
-        diff = "–" if is_missing(s["diff"]) else f"{s['diff'] * 100:+.1f} points"
-        ci = "" if is_missing(s["ci_low"]) else f" [{s['ci_low'] * 100:+.1f}, {s['ci_high'] * 100:+.1f}]"
+        diff = estimate_text(s["diff"], s["ci_low"], s["ci_high"], s["n"], points=True)
         body = (f"<p>A = <b>{_e(cmp.a)}</b>, B = <b>{_e(cmp.b)}</b> (the latest run and the latest earlier one "
                 f"that scored tasks in common with it), paired over {s['n']} tasks both scored "
-                f"({_e(', '.join(f'{k} {v}' for k, v in cmp.unpaired.items()))}). B − A = {diff}{ci} "
+                f"({_e(', '.join(f'{k} {v}' for k, v in cmp.unpaired.items()))}). B − A = {diff} "
                 f"(paired bootstrap 95 % CI); McNemar exact p = {cmp.mcnemar_p:.3g}.</p>"
                 + table_html(two) + "<h3>Per site (B − A, paired bootstrap 95 % CI)</h3>" + table_html(cmp.per_site))  # fmt: skip
         if cmp.metric_config:

@@ -457,3 +457,24 @@ def test_an_unforeseen_error_is_a_problem_of_its_episode(tasks_store, sample_dir
     (problem,) = summary.problems
     assert problem.kind == "bad_episode" and problem.task_id == 188
     assert "RecursionError" in problem.message and "\n" not in problem.message
+
+
+def test_the_page_after_the_last_action_is_the_terminal_step_files_page(db):
+    """A step's url is the page before its action (its own observation); the terminal step file (no
+    action, not a row) observes the page after the last action: that is the trajectory's final_url."""
+    got = _trajectories(db)
+    with_final = 0
+    for name, t in got.items():
+        folder = Path(t["source_path"])
+        files = sorted(folder.glob("step_*.pkl.gz"), key=lambda p: int(re.findall(r"\d+", p.name)[0]))
+        try:
+            last = safe_pickle.load_path(files[-1]).fields if files else None
+        except safe_pickle.SafePickleError:
+            last = None
+        terminal = last is not None and not last.get("action") and last.get("obs")
+        if terminal and t["n_steps"]:
+            assert t["final_url"] == last["obs"]["url"], name
+            with_final += 1
+        else:
+            assert t["final_url"] is None, name
+    assert with_final >= 5

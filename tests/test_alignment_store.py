@@ -22,7 +22,7 @@ from core.measure.judge import Pair
 from core.measure.judge.cascade import CascadeJudge
 from core.measure.metrics_run import load_task_inputs, run_task_metrics
 from core.queries import alignment as qa
-from core.queries.task import task_report
+from core.queries.task_report import task_report
 from core.store import Store
 
 
@@ -107,7 +107,7 @@ def _old_view(store: Store, run: str, task_id: int, alternative: int | None) -> 
             else:
                 v = verdicts[Pair("gold_vs_agent", gold_texts[g], s.text, task.intent)]
                 stage, score = v.source, v.score
-            verdict = "equivalent"
+            verdict = "same"
         gold_text = gold_texts[g] if g is not None else None
         return (g, gold_text, s.idx, s.stated, s.text, verdict, stage, score, marks.get(a, []))
 
@@ -267,7 +267,7 @@ def test_read_model_never_imports_the_judge(demo_db):
         "import sys\n"
         "from core.store import Store\n"
         "from core.queries.alignment import alignment_view\n"
-        "from core.queries.task import task_report\n"
+        "from core.queries.task_report import task_report\n"
         f"with Store({str(demo_db)!r}, read_only=True) as s:\n"
         "    ids = [t for (t,) in s.query(\"SELECT task_id FROM metrics WHERE run = 'opagent' AND n_agent > 0"
         ' AND gold_version IS NOT NULL ORDER BY task_id LIMIT 5")]\n'

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from demo_support import BABEL, GOLD, OPAGENT, WAV
+from demo_support import BABEL, GOLD, NAV, OPAGENT, WAV
 
 from core.ingest import demo
 from core.ingest.webarena_render import find_renders
@@ -24,7 +24,7 @@ def _check_every_page_has_data(s: Store, runs: dict[str, str], gold: str) -> Non
     assert scored[0][0] == 2
     assert s.query("SELECT count(*) FROM network_events WHERE run = ?", [WAV])[0][0] > 0
     with_metrics = {r for (r,) in s.query("SELECT DISTINCT run FROM metrics WHERE gold_set = ?", [gold])}
-    assert with_metrics == set(runs) - {WAV}
+    assert with_metrics == set(runs) - {WAV, NAV}
     # Every failed task of the demo says why, whatever the run's source (issue 14).
     unexplained = s.query(
         "SELECT run, task_id FROM evaluations WHERE status <> 'success'"
@@ -38,6 +38,16 @@ def _check_every_page_has_data(s: Store, runs: dict[str, str], gold: str) -> Non
         [BABEL, OPAGENT],
     )[0][0]
     assert shared_tasks > 0
+
+
+def _check_network_evaluators(s: Store) -> None:
+    # A network evaluator's matched event and a failed one's nearest event, on the real HARs.
+    network = s.query(
+        "SELECT task_id, status, matched_event_seq IS NOT NULL, nearest_event_seq IS NOT NULL"
+        " FROM evaluator_results WHERE run = ? AND evaluator = 'NetworkEventEvaluator' ORDER BY task_id",
+        [NAV],
+    )
+    assert network == [(157, "success", True, False), (677, "failure", False, True)]
 
 
 def _opagent_score(path: Path) -> float:
@@ -59,17 +69,18 @@ def test_shipped_demo_holds_every_source(tmp_path):
     assert summary[0].startswith(f"demo data: {SHIPPED_DATA} ")  # says which source it used
     with Store(path, read_only=True) as s:
         runs = dict(s.query("SELECT name, source_format FROM runs"))
-        assert runs == {WAV: "wav-run", BABEL: "webarena-render", OPAGENT: "opagent"}
+        assert runs == {WAV: "wav-run", NAV: "wav-run", BABEL: "webarena-render", OPAGENT: "opagent"}
         _check_every_page_has_data(s, runs, GOLD)
         # The shipped files, each imported: every render, every OpAgent file, and both WebArena-Verified tasks.
         babel = SHIPPED_DATA.joinpath(*demo.BABELCLOUD)
         opagent = sorted((SHIPPED_DATA / "oagent-run" / "final_results").glob("*.json"))
         counts = dict(s.query("SELECT run, count(*) FROM evaluations GROUP BY run"))
-        assert counts == {WAV: 2, BABEL: len(find_renders(babel)), OPAGENT: len(opagent)}
-        # Failures as the files record them: babelcloud's FAIL lines, OpAgent's scores below 1, and 107.
+        assert counts == {WAV: 2, NAV: 2, BABEL: len(find_renders(babel)), OPAGENT: len(opagent)}
+        # Failures as the files record them: babelcloud's FAIL lines, OpAgent's scores below 1, 107 and 677.
         fails = sum("[Result] (FAIL)" in p.read_text() for p in (babel / "log_files").glob("*.log"))
         op_fails = sum(_opagent_score(p) != 1.0 for p in opagent)
-        assert _failures(s) == fails + op_fails + 1
+        assert _failures(s) == fails + op_fails + 2
+        _check_network_evaluators(s)
     assert not path.with_name(path.name + ".building").exists()
 
 
@@ -78,13 +89,15 @@ def test_full_demo_holds_every_source(full_demo_db: Path):
         runs = dict(s.query("SELECT name, source_format FROM runs"))
         assert runs == {
             WAV: "wav-run",
+            NAV: "wav-run",
             "agentlab-sample": "agentlab",
             BABEL: "webarena-render",
             OPAGENT: "opagent",
         }
         _check_every_page_has_data(s, runs, demo.GOLD_SETS["shared"])
         # The whole runs: babelcloud's 812 tasks (260 FAIL) and OpAgent's 809 (228 below 1.0).
-        assert _failures(s) == 3 + 1 + 260 + 228
+        assert _failures(s) == 3 + 1 + 1 + 260 + 228
+        _check_network_evaluators(s)
         assert s.query("SELECT count(DISTINCT task_id) FROM alignments WHERE run = ?", [OPAGENT])[0][0] > 500
 
 

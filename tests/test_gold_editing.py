@@ -225,3 +225,28 @@ def test_draft_from_a_trajectory_and_stale_metrics_recomputed(demo_db: Path, tmp
         assert store.query(
             "SELECT DISTINCT gold_version, n_gold FROM metrics WHERE task_id = 603 AND gold_set = ?", [GOLD]
         ) == [(2, 3)]
+
+
+def test_restoring_a_version_identical_to_the_current_one_writes_nothing(gold_store: Store):
+    v1 = ge.version_content(gold_store, "paper-gold", 101, 1)
+    ge.save_gold(gold_store, "paper-gold", 101, [["Click 'Go'"]], "ann", "rewrite", 1)
+    assert ge.restore(gold_store, "paper-gold", 101, 1, "bob", 2) == 3  # back to version 1's content
+    with pytest.raises(
+        InputError, match="version 1 is the same as the current version 3: nothing to restore"
+    ):
+        ge.restore(gold_store, "paper-gold", 101, 1, "bob", 3)
+    assert [h["version"] for h in ge.history(gold_store, "paper-gold", 101)] == [3, 2, 1]
+    assert ge.version_content(gold_store, "paper-gold", 101, 3) == v1
+
+
+def test_history_never_shows_a_blank_author(gold_store: Store):
+    # Gold imported without an author: its version 1 says so in words, never a blank.
+    path = gold_store.path.parent / "mine.csv"
+    path.write_text("Task No.,Step No.,Text\n101,1,Click 'Go'\n")
+    import_gold(gold_store, path, "anonymous")
+    assert ge.history(gold_store, "anonymous", 101)[0]["author"] == ge.NO_AUTHOR == "not recorded"
+    # A set whose owner was named at import: version 1 carries that name.
+    import_gold(gold_store, path, "mine", author="Grace")
+    assert ge.history(gold_store, "mine", 101)[0]["author"] == "Grace"
+    ge.save_gold(gold_store, "mine", 101, [["Click 'Go' twice"]], "Ada", "twice", 1)
+    assert [h["author"] for h in ge.history(gold_store, "mine", 101)] == ["Ada", "Grace"]

@@ -66,7 +66,7 @@ def test_url_match_rules_and_placeholders():
     ok = "http://ecs_ip:8023/byteblaze/metaseq/-/issues/?sort=created_date&label_name%5B%5D=question&search=OPT"
     assert wa.url_match(ref, ok).status == "success"  # GOLD in PRED: extra query keys are fine
     missing = wa.url_match(ref, "http://ecs_ip:8023/byteblaze/metaseq/-/issues/?search=OPT")
-    assert missing.status == "failure" and "label_name[]=question" in missing.explanation
+    assert missing.status == "failure" and "label_name[]='question'" in missing.explanation
     other = wa.url_match("__SHOPPING__/a.html |OR| __SHOPPING__/b.html", "http://localhost:7770/c.html")
     assert other.status == "failure" and other.explanation.startswith("the last page was __SHOPPING__/c.html")
     assert (

@@ -79,7 +79,9 @@ def test_report_renders_its_charts_offline_in_chromium(report: Path):
             texts = page.locator(".plotly-graph-div .bars .point text").evaluate_all(
                 "els => els.map(e => e.textContent)"
             )
-            assert len([t for t in texts if re.fullmatch(r"\d+ % · \d+/\d+", t)]) > 20  # counts on the bars
+            assert (
+                len([t for t in texts if re.fullmatch(r"\d+\.\d % · \d+/\d+", t)]) > 20
+            )  # counts on the bars
             assert page.title() != "pwned"
             assert HOSTILE in page.locator("body").inner_text()  # shown as text, never run
             page.screenshot(path=str(report.with_suffix(".png")), full_page=True)

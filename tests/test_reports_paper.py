@@ -18,7 +18,7 @@ from core.store import insert_rows, utcnow
 
 
 def test_bootstrap_is_deterministic_and_brackets_the_mean():
-    values = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0]
+    values = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0]
     low, high = stats.bootstrap_ci(values)
     assert (low, high) == stats.bootstrap_ci(values)
     assert low < np.mean(values) < high
@@ -39,19 +39,20 @@ def test_wilson_interval_stays_in_range_at_the_edges():
 
 
 def test_paired_difference():
-    mean, low, high = stats.paired_bootstrap_diff([0, 0, 1, 1], [1, 1, 1, 1])
-    assert mean == 0.5 and low <= 0.5 <= high
+    mean, low, high = stats.paired_bootstrap_diff([0, 0, 1, 1, 0, 1, 1, 0, 1, 1], [1] * 10)
+    assert mean == 0.4 and low <= 0.4 <= high
 
 
 def test_bootstrap_degenerate_inputs():
-    # One value: no interval (a zero-width one would claim certainty); the SD is undefined too.
+    # One value: no interval (a zero-width one would claim certainty); the SD is undefined too. Below
+    # MIN_N_BOOTSTRAP values there is no interval either (tests/test_small_samples.py).
     assert stats.bootstrap_ci([0.7]) == (None, None)
     assert stats.bootstrap_ci([0.7, None, float("nan")]) == (None, None)
     assert stats.summarize([0.7])["sd"] is None and stats.summarize([0.7])["ci_low"] is None
     assert stats.paired_bootstrap_diff([0.0], [1.0]) == (1.0, None, None)
     assert stats.paired_bootstrap_diff([], []) == (None, None, None)
     # All one label: a real, zero-width interval.
-    assert stats.bootstrap_ci([1.0, 1.0, 1.0]) == (1.0, 1.0)
+    assert stats.bootstrap_ci([1.0] * stats.MIN_N_BOOTSTRAP) == (1.0, 1.0)
     # Cohen's kappa: empty, one class on both sides (chance agreement total) and n = 1 are undefined.
     from core.measure.judge_agreement import kappa_ci
 

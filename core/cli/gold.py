@@ -47,7 +47,7 @@ def history_cmd(
     ui.print_table(
         f"gold of task {task} in {name}",
         ["version", "author", "saved at (UTC)", "reason", "alternatives", "steps"],
-        [(r["version"], r["author"] or "", f"{r['created_at']:%Y-%m-%d %H:%M:%S}", r["reason"] or "",
+        [(r["version"], r["author"], f"{r['created_at']:%Y-%m-%d %H:%M:%S}", r["reason"] or "",
           r["alternatives"], r["steps"]) for r in rows],
     )  # fmt: skip
 

@@ -204,14 +204,22 @@ def judge_agreement_cmd(
     with ui.import_store(ctx) as store:  # the judge's cache reads and writes are short opens
         the_judge = make_judge(judge, store)
         result = measure(the_judge, labelled)
-    low, high = result.kappa_ci
     ui.console.print(
         f"{result.n} labelled pairs, {result.unresolved} unresolved; accuracy {fmt(result.accuracy)};"
-        f" Cohen's kappa {fmt(result.kappa)} (95% CI {fmt(low)}..{fmt(high)})"
+        f" Cohen's kappa {fmt(result.kappa)} ({_kappa_ci(result.kappa_ci, result.n, fmt)})"
     )
     for title, group in (("per stage", result.per_stage), ("per kind", result.per_kind)):
         rows = [(name, s["pairs"], s["errors"], fmt(s["error_rate"])) for name, s in group.items()]
         ui.print_table(title, ["", "pairs", "errors", "error rate"], rows)
+
+
+def _kappa_ci(ci: tuple[float | None, float | None], n: int, fmt) -> str:
+    """κ's interval and n; below MIN_N_BOOTSTRAP pairs none: 'too few to tell' (docs/dashboard.md)."""
+    from core.measure.stats import MIN_N_BOOTSTRAP, TOO_FEW
+
+    if ci[0] is None:
+        return f"{TOO_FEW if n < MIN_N_BOOTSTRAP else 'no interval'}, n={n}"
+    return f"95% CI {fmt(ci[0])}..{fmt(ci[1])}, n={n}"
 
 
 def _agreement_from_db(ctx: typer.Context, judge_config: str | None, run: str | None, fmt) -> None:
@@ -231,14 +239,18 @@ def _agreement_from_db(ctx: typer.Context, judge_config: str | None, run: str | 
         ui.say("no reviewer marks on judged pairs" + (f" for {scope}" if scope else "")
                + " yet: mark pairs on the Alignment tab of the task page")  # fmt: skip
         return
+
+    def kappa_ci(s) -> str:
+        return _kappa_ci(s.kappa_ci, s.n, fmt)
+
     ui.say(
         f"{o.n + o.unresolved} marked pairs{' (' + scope + ')' if scope else ''}, {o.unresolved} the judge could"
-        f" not answer (excluded); accuracy {fmt(o.accuracy)} (95% CI {fmt(o.accuracy_ci[0])}..{fmt(o.accuracy_ci[1])});"
-        f" Cohen's kappa {fmt(o.kappa)} (95% CI {fmt(o.kappa_ci[0])}..{fmt(o.kappa_ci[1])})"
+        f" not answer (excluded); accuracy {fmt(o.accuracy)} (95% CI {fmt(o.accuracy_ci[0])}..{fmt(o.accuracy_ci[1])},"
+        f" n={o.n}); Cohen's kappa {fmt(o.kappa)} ({kappa_ci(o)})"
     )
     rows = [
         (s.stage, s.n, s.unresolved, s.agree, fmt(s.accuracy), f"{fmt(s.accuracy_ci[0])}..{fmt(s.accuracy_ci[1])}",
-         fmt(s.kappa), f"{fmt(s.kappa_ci[0])}..{fmt(s.kappa_ci[1])}", s.judge_said_same, s.reviewer_said_same)
+         fmt(s.kappa), kappa_ci(s), s.judge_said_same, s.reviewer_said_same)
         for s in [*result.per_stage, o]
     ]  # fmt: skip
     ui.print_table(

@@ -9,7 +9,6 @@ import typer
 
 from core.cli import ui
 from core.errors import InputError, NotFound
-from core.scoring.explanations import clip
 from core.store import require_gold_set
 
 
@@ -23,10 +22,32 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _print(report: dict[str, Any]) -> None:
+def _block(label: str, text: str | None, indent: str = "    ") -> None:
+    """A labelled text kept whole: every line of it, indented under its label (errors keep their logs)."""
+    if text is None or not str(text).strip():
+        return
+    lines = str(text).rstrip().splitlines()
+    if len(lines) == 1:
+        ui.say(f"{indent}{label}: {lines[0]}")
+        return
+    ui.say(f"{indent}{label}:")
+    for line in lines:
+        ui.say(f"{indent}  {line}")
+
+
+def _reference(ref: dict[str, Any], indent: str = "  ") -> None:
+    for key, label in (("answers", "answer"), ("url", "last page"), ("program_html", "page checks"),
+                       ("network", "network events"), ("note", "note")):  # fmt: skip
+        if ref.get(key):
+            ui.say(f"{indent}{label}: {_fmt(ref[key])}")
+
+
+def _header(report: dict[str, Any]) -> None:
     say = ui.say
     say(f"run {report['run']} · task {report['task_id']} · {report['site'] or 'unknown site'}")
-    say(f"intent: {report['intent']}")
+    say(f"instruction the agent saw: {report['instruction']}")
+    if report["instruction_differs"]:
+        say(f"  WebArena-Verified intent (worded differently): {report['intent']}")
     say(f"verdict: {report['verdict']} (decided by {report['verdict_source'] or 'nothing recorded'})")
     for sentence in report["explanations"]:
         say(f"  why: {sentence}")
@@ -34,24 +55,55 @@ def _print(report: dict[str, Any]) -> None:
         say("  why: no explanation recorded (the run carries a bare verdict)")
     if report["cannot_pass"]:
         say(f"  cannot pass: {report['cannot_pass_evidence']}")
-    say(f"expected: {_fmt(report['expected_answer'])}")
-    if report["reference_answers"] or report["reference_url"]:
-        say(f"original reference: {_fmt(report['reference_answers'] or report['reference_url'])}")
+    template = report["template"]
+    if template:
+        others = ", ".join(f"{t} {v}" for t, v in template["others"][:12])
+        say(f"  {template['sentence']}" + (f" (others: {others})" if others else ""))
+    ref, verified = report["reference"], report["verified_reference"]
+    if ref:
+        say(f"reference of this verdict, from {ref['label']}:")
+        _reference(ref)
+    else:
+        say("reference of this verdict: none recorded")
+    if verified and report["references_differ"] is False:
+        say("  WebArena-Verified expects the same values")
+    elif verified:
+        say("WebArena-Verified reference" + (" (differs)" if report["references_differ"] else "") + ":")
+        _reference(verified)
     say(f"agent answered: {_fmt(report['agent_answer'])}"
-        + (f" (ended: {report['termination']})" if report["termination"] else ""))  # fmt: skip
+        + (f" (ended: {report['termination']})" if report["termination"] else "")
+        + (f" — {report['termination_detail']}" if report["termination_detail"] else ""))  # fmt: skip
+    say(f"final page: {report['final_url'] or '– (not recorded apart from the steps)'}")
     for finding in report["response_lint"]:
         say(f"  lint {finding.get('rule')}: {finding.get('message')}")
+
+
+def _steps(report: dict[str, Any]) -> None:
+    title = f"steps of attempt {report['episode']}" + (
+        f" (1 of {report['attempts']})" if report["attempts"] > 1 else ""
+    )
+    ui.say(f"{title}: {len(report['steps'])}")
+    for s in report["steps"]:
+        ui.say(f"  step {s['idx']}: " + ("observe: " if s["kind"] == "observe" else "") + f"{s['readable']}")
+        _block("on page", s["url"])
+        _block("thought", s["thought"])
+        _block("plan", s["plan"])
+        if s["stated"] and s["stated"] not in (s["readable"] or ""):
+            _block("stated", s["stated"])
+        _block("outcome", s["outcome"])
+        _block("page after", s["page_after"])
+        _block("error", s["error"])
+        _block("screenshot", s["screenshot"])
+
+
+def _print(report: dict[str, Any]) -> None:
+    say = ui.say
+    _header(report)
     if report["evaluators"]:
         ui.print_table("evaluators", ["#", "evaluator", "status", "sentence"],
                        [(e["idx"], e["evaluator"], e["status"], e["explanation"] or e["error"]) for e in report["evaluators"]])  # fmt: skip
     if report["steps"]:
-        title = f"steps of attempt {report['episode']}" + (
-            f" (1 of {report['attempts']})" if report["attempts"] > 1 else ""
-        )
-        ui.print_table(title, ["#", "action", "error", "url"],
-                       [(s["idx"], ("observe: " if s["kind"] == "observe" else "") + (s["readable"] or ""),
-                         clip(s["error"], 120) if s["error"] else None, s["url"])
-                        for s in report["steps"]])  # fmt: skip
+        _steps(report)
     else:
         say("steps: none recorded for this task in this run")
     for m in report["metrics"]:
@@ -92,7 +144,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     ) -> None:
         """One task of one run: verdict and why, expected vs agent answer, steps, alignment, metrics, problems."""
         from core.queries.runs import run_exists
-        from core.queries.task import task_report
+        from core.queries.task_report import task_report
 
         if fmt not in ("table", "json"):
             raise InputError("--format", f"{fmt!r} is not one of table, json")

@@ -133,13 +133,20 @@ def save_gold(
 
 
 # -- reading versions --------------------------------------------------------------------------------
+NO_AUTHOR = "not recorded"
+
+
 def history(store: Store, gold_set: str, task_id: int) -> list[dict[str, Any]]:
-    """Every version of the task's gold, newest first: version, author, created_at, reason, sizes."""
+    """Every version of the task's gold, newest first: version, author, created_at, reason, sizes. An
+    imported version without an author of its own names the set's owner (`import gold --author`, `gold
+    new-set --author`); with neither, the author reads NO_AUTHOR — never blank."""
     return store.query_dicts(
-        "SELECT version, any_value(author) AS author, min(created_at) AS created_at, any_value(note) AS reason,"
-        " count(DISTINCT alternative) AS alternatives, count(*) AS steps FROM gold_steps"
-        " WHERE gold_set = ? AND task_id = ? GROUP BY version ORDER BY version DESC",
-        [gold_set, task_id],
+        "SELECT g.version, coalesce(any_value(g.author), any_value(s.author), ?) AS author,"
+        " min(g.created_at) AS created_at, any_value(g.note) AS reason,"
+        " count(DISTINCT g.alternative) AS alternatives, count(*) AS steps"
+        " FROM gold_steps g LEFT JOIN gold_sets s ON s.name = g.gold_set"
+        " WHERE g.gold_set = ? AND g.task_id = ? GROUP BY g.version ORDER BY g.version DESC",
+        [NO_AUTHOR, gold_set, task_id],
     )
 
 
@@ -233,10 +240,18 @@ def _pair_moves(rows: list[dict[str, Any]]) -> None:
 def restore(
     store: Store, gold_set: str, task_id: int, version: int, author: str | None, based_on_version: int | None
 ) -> int:
-    """Write the content of an old version as a new version (the history keeps both)."""
+    """Write the content of an old version as a new version (the history keeps both). A version whose
+    content is the current one's is not written again: InputError says so (nothing would change, and a
+    new version would only mark every run's metrics of the task stale)."""
     content = version_content(store, gold_set, task_id, version)
     if not content:
         raise InputError(f"{gold_set}/{task_id}", f"no version {version}")
+    latest = history(store, gold_set, task_id)[0]["version"]
+    if based_on_version == latest and content == version_content(store, gold_set, task_id, latest):
+        raise InputError(
+            f"{gold_set}/{task_id}",
+            f"version {version} is the same as the current version {latest}: nothing to restore",
+        )
     steps = [[{"text": s.text, "flags": list(s.flags)} for s in alt] for alt in content]
     return save_gold(store, gold_set, task_id, steps, author, f"restore version {version}", based_on_version)
 

@@ -456,6 +456,8 @@ def read_episode(directory: str | Path, name: str | None = None) -> EpisodeRead:
         source_path=str(directory.resolve()), started_at=_timestamp(started),
         elapsed_s=(max(stops) - started) if started and stops and max(stops) > started else None,
         order_key=_log_start(directory) or (str(_timestamp(started)) if started else None), steps=executed,
+        # The terminal step file observes the page after the last action (it is not a step row).
+        final_url=steps[-1].url if steps and not steps[-1].action and steps[-1].has_obs and executed else None,
     )  # fmt: skip
     agent_args = _dict(exp_args.get("agent_args"))
     chat_args = _dict(agent_args.get("chat_model_args"))

@@ -49,6 +49,41 @@ def _wav_demo(store: Store, root: Path) -> str:
     return f"wav-demo: {s.n_tasks} tasks, {s.n_events} network events, {s.n_scored} scored"
 
 
+# Network evaluators at work on real traces: task 157 ("View the details of all customers") on the official
+# demo run's HAR, whose last page is the customer grid (its evaluator matches that navigation), and task 677
+# ("the list of orders that are processing") on the second HAR the official repository's tests ship, a
+# Magento admin session that ends on the order grid filtered through a background request (the engine
+# reads the last navigation, the order grid page, and fails naming it). Both with the official demo run's
+# NAVIGATE/SUCCESS answer.
+NAVIGATION_TASKS = {157: ("demo-run", "107", "network.har"), 677: ("test-assets", "network.har")}
+NAVIGATION_ORIGINS = ("http://192.168.1.35:7780/admin", "http://localhost:7780/admin")
+
+
+def _wav_navigation(store: Store, root: Path) -> str:
+    # Copied beside the database, so the run's source stays readable after the build.
+    import shutil
+
+    import orjson
+
+    from core.ingest.wav_run import import_wav_run
+
+    wav = root / "webarena-verified"
+    run_dir = store.path.parent / "demo-wav-navigation"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    for task_id, har in NAVIGATION_TASKS.items():
+        (run_dir / str(task_id)).mkdir(parents=True)
+        shutil.copy(wav.joinpath(*har), run_dir / str(task_id) / "network.har")
+        shutil.copy(
+            wav / "demo-run" / "107" / "agent_response.json", run_dir / str(task_id) / "agent_response.json"
+        )
+    config = run_dir / "config.json"  # the HARs' origins of the shopping admin site
+    config.write_bytes(
+        orjson.dumps({"environments": {"__SHOPPING_ADMIN__": {"urls": list(NAVIGATION_ORIGINS)}}})
+    )
+    s = import_wav_run(store, run_dir, "wav-navigation", config=config, workers=1)
+    return f"wav-navigation: {s.n_tasks} tasks, {s.n_events} network events, {s.n_scored} scored"
+
+
 def _webarena_render_babelcloud(store: Store, root: Path) -> str:
     # The real babelcloud render run (whole, or the shipped slice), PASS/FAIL from its per-task logs; its
     # agent's session transcripts become one step per tool call.
@@ -118,11 +153,12 @@ def _demo_metrics(store: Store, root: Path) -> str:
 def demo_steps(source: DemoSource) -> list[DemoStep]:
     if source == "shared":
         return [
-            _tasks, _agentlab_sample, _wav_demo, _webarena_render_babelcloud, _opagent, _offline_evaluation,
+            _tasks, _agentlab_sample, _wav_navigation, _wav_demo, _webarena_render_babelcloud, _opagent,
+            _offline_evaluation,
             _gold(GOLD_SETS[source], Path("human-gold") / "Golden Human Trajectories.xlsx"), _demo_metrics,
         ]  # fmt: skip
     return [
-        _tasks, _wav_demo, _webarena_render_babelcloud, _opagent, _offline_evaluation,
+        _tasks, _wav_navigation, _wav_demo, _webarena_render_babelcloud, _opagent, _offline_evaluation,
         _gold(GOLD_SETS[source], Path("gold") / "demo-gold.csv"), _demo_metrics,
     ]  # fmt: skip
 

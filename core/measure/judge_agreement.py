@@ -12,7 +12,7 @@ import numpy as np
 
 from core.errors import InputError
 from core.measure.judge import KINDS, Judge, Pair
-from core.measure.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from core.measure.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MIN_N_BOOTSTRAP
 
 _TRUE = {"1", "true", "yes", "y", "equivalent", "same", "right", "found"}
 _FALSE = {"0", "false", "no", "n", "different", "not_equivalent", "wrong", "not_found"}
@@ -71,7 +71,8 @@ def cohen_kappa(truth: np.ndarray, predicted: np.ndarray) -> float | None:
 
 
 def kappa_ci(truth: np.ndarray, predicted: np.ndarray) -> tuple[float | None, float | None]:
-    if truth.size < 2:
+    """Percentile bootstrap 95 % CI of κ; (None, None) below MIN_N_BOOTSTRAP pairs (too few to tell)."""
+    if truth.size < MIN_N_BOOTSTRAP:
         return None, None
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     samples = []

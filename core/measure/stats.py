@@ -17,6 +17,14 @@ BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 20260101
 Z_95 = 1.959963984540054
 _FEW_VALUES = 16
+# The smallest n a bootstrap interval (means, paired differences, κ) is given for: the smallest n at which
+# the percentile bootstrap's coverage of a 0/1 mean, averaged over true rates of 30–70 %, reaches 90 %
+# (exact coverage, computed in tests/test_small_samples.py: 47 % at n=2, 71 % at n=3, 88 % at n=5, 92 %
+# at n=8). Below it a figure says "too few to tell (n=…)" instead of an interval: two tasks that both
+# flipped resample to the same -100 every time. Wilson intervals keep their coverage at small n (about
+# 95 % averaged over true rates, from n=2) and are given from n=1 (docs/dashboard.md, "Small samples").
+MIN_N_BOOTSTRAP = 8
+TOO_FEW = "too few to tell"
 
 
 def wilson_ci(successes: int, n: int, z: float = Z_95) -> tuple[float | None, float | None]:
@@ -42,12 +50,12 @@ def bootstrap_ci(
 ) -> tuple[float | None, float | None]:
     """Percentile 95 % CI of the mean (fixed seed: the same data always gives the same interval).
 
-    Undefined (None, None) below two values: resampling one value gives a zero-width interval that
-    would claim certainty, as the SD (ddof=1) is undefined there too.
+    Undefined (None, None) below MIN_N_BOOTSTRAP values: with so few the resampled means take a handful of
+    values and the interval would claim a certainty the data cannot give.
     """
     data = np.asarray([v for v in values if v is not None], dtype=float)
     data = data[~np.isnan(data)]
-    if data.size < 2:
+    if data.size < MIN_N_BOOTSTRAP:
         return None, None
     rng = np.random.default_rng(seed)
     values, counts = np.unique(data, return_counts=True)
@@ -102,3 +110,38 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1))
     return min(1.0, 2 * tail / 2**n)
+
+
+# -- how every figure is written (pages, the HTML report and the CLI share these) ---------------------
+def percent(rate: float | None, digits: int = 1) -> str:
+    """'61.8 %': the one percent format (one decimal, a space before the sign); '–' when missing."""
+    return "–" if is_missing(rate) else f"{rate * 100:.{digits}f} %"
+
+
+def rate_text(rate: float | None, low: float | None, high: float | None, n: int | None) -> str:
+    """'67.9 % [64.7–71.1] of 812': a rate with its Wilson 95 % interval and the n it covers."""
+    if is_missing(rate):
+        return "– (no scored task)"
+    ci = f" [{low * 100:.1f}–{high * 100:.1f}]" if not is_missing(low) and not is_missing(high) else ""
+    return f"{percent(rate)}{ci}" + (f" of {int(n)}" if not is_missing(n) else "")
+
+
+def estimate_text(
+    value: float | None, low: float | None, high: float | None, n: int | None, *, points: bool = False,
+    digits: int = 3,
+) -> str:  # fmt: skip
+    """A bootstrap figure with its 95 % interval and n: '0.454 [0.431, 0.478] n=649', with `points` a
+    difference of rates '+12.3 pts [+4.1, +20.5] n=58'; below MIN_N_BOOTSTRAP '-100.0 pts, too few to tell
+    (n=2)' instead of an interval; '– (n=0)' without a value."""
+    n = 0 if is_missing(n) else int(n)
+    if is_missing(value):
+        return f"– (n={n})"
+
+    def show(v: float) -> str:
+        return f"{v * 100:+.1f}" if points else f"{v:.{digits}f}"
+
+    unit = " pts" if points else ""
+    if is_missing(low) or is_missing(high):
+        why = TOO_FEW if n < MIN_N_BOOTSTRAP else "no interval"
+        return f"{show(value)}{unit}, {why} (n={n})"
+    return f"{show(value)}{unit} [{show(low)}, {show(high)}] n={n}"

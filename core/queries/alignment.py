@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from core.measure.judge import VERDICT_WORDS
 from core.measure.metrics_run import NULL_REASONS
 from core.queries.records import Record
 from core.store import Store
@@ -107,7 +108,7 @@ class AlignmentRow(Record):
     executed: str | None
     """The executed action as the sentence the judge compared with the gold."""
     verdict: str | None = None
-    """`equivalent` on an aligned pair; None otherwise."""
+    """`same` (the judge's word for a match) on an aligned pair; None otherwise."""
     stage: str | None = None
     """Judge stage that decided the aligned pair: rule, lexical, embedding, llm, offline."""
     score: float | None = None
@@ -192,6 +193,25 @@ class AlignmentView(Record):
         """The attempt recorded only its final answer: no gold pair was judged (docs/metrics.md)."""
         return self.null_reasons.get("ssr") == "answer_only"
 
+    @property
+    def deviation_summary(self) -> str | None:
+        """The deviations of the alternative shown, counted the way the rows below mark them: the steps
+        marked `deviation`, plus the incident the RR walk counts when the agent stopped on the gold path
+        with gold steps left (no step carries that one). None before metrics exist."""
+        m = self.metrics
+        if m is None or m.deviations is None:
+            return None
+        marked = sum("deviation" in r.marks for r in self.rows)
+        recovered = sum(any(k.startswith("recovery") for k in r.marks) for r in self.rows)
+        if self.alternative != m.alternative:
+            return (f"{marked} deviation(s) marked on this alternative's steps, {recovered} recovered "
+                    f"(the metrics above are alternative {(m.alternative or 0) + 1}'s)")  # fmt: skip
+        at_stop = m.deviations - marked
+        stop = f" + {at_stop} where the agent stopped with gold steps left" if at_stop > 0 else ""
+        return (
+            f"{m.deviations} deviation(s): {marked} marked on the steps below{stop}; {m.recoveries} recovered"
+        )
+
 
 def metric_rows(store: Store, run: str, task_id: int) -> list[StoredMetrics]:
     """Every stored metrics row of the task (one per gold set, judge config and preset), newest first."""
@@ -257,7 +277,7 @@ def _rows(gold_texts: list[str], steps: list[dict[str, Any]]) -> list[AlignmentR
         return AlignmentRow(
             gold_idx=g, gold_text=gold_texts[g] if g is not None and g < len(gold_texts) else None,
             agent_idx=step["agent_idx"], stated=step["stated_action"], executed=step["agent_text"],
-            verdict="equivalent" if g is not None else None, stage=step["match_source"] if g is not None else None,
+            verdict=VERDICT_WORDS[True] if g is not None else None, stage=step["match_source"] if g is not None else None,
             score=step["match_score"] if g is not None else None, marks=_marks(step),
         )  # fmt: skip
 

@@ -3,7 +3,8 @@ type, hard subset, termination and reviewer label, with the counts behind every 
 
 A task's verdict is the one the Runs and Triage pages show (`runs.verdicts_sql`): success rates are over
 scored tasks (success, failure, error), unscored tasks are counted beside them, never as failures.
-Missing values (no termination recorded, no reviewer label) form their own bucket `NONE`, which
+Missing values (no termination recorded — or recorded as `none`, "nothing tells how it ended" —, no
+reviewer label) form one bucket `NONE`, which
 Triage's filters understand, so every bar clicks through to exactly the tasks it counts. A task with
 several current labels (on itself, its steps, its events) counts under each of them, as Triage's label
 filter finds it under each.
@@ -40,7 +41,7 @@ def task_verdicts(store: Store, runs: Sequence[str]) -> pd.DataFrame:
                coalesce(k.task_type, '{NONE}') AS task_type,
                CASE WHEN k.in_hard_subset THEN '{HARD[0]}' WHEN NOT k.in_hard_subset THEN '{HARD[1]}'
                     ELSE '{NONE}' END AS hard,
-               coalesce(t.termination, '{NONE}') AS termination, coalesce(l.label, '{NONE}') AS label
+               coalesce(nullif(t.termination, 'none'), '{NONE}') AS termination, coalesce(l.label, '{NONE}') AS label
         FROM v
         LEFT JOIN tasks k ON k.task_id = v.task_id
         LEFT JOIN trajectories t ON t.run = v.run AND t.task_id = v.task_id AND t.is_answer

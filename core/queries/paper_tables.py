@@ -61,7 +61,8 @@ def task_outcomes(store: Store, runs: Sequence[str]) -> pd.DataFrame:
 
 
 def success_by_domain(store: Store, runs: Sequence[str]) -> pd.DataFrame:
-    """Success rate per site key per run (and `all`), with the delta of each run against the first."""
+    """Success rate per site key per run (and `all`), with the delta of each run against the first; a run
+    gets a row for a domain only when it has tasks there."""
     outcomes = task_outcomes(store, runs)
     rows = []
     if outcomes.empty:
@@ -75,6 +76,8 @@ def success_by_domain(store: Store, runs: Sequence[str]) -> pd.DataFrame:
         for run in runs:
             mine = part[part.run == run].set_index("task_id").success.astype(float)
             without = int((whole.run == run).sum()) - len(mine)
+            if mine.empty and not without:
+                continue  # the run has no task of this domain: no row, rather than a row of n=0
             row = {"domain": domain, "run": run, **summarize(mine.tolist()), "left_out": without,
                    "left_out_why": f"no_verdict {without}" if without else ""}  # fmt: skip
             if run != runs[0]:

@@ -14,28 +14,27 @@ from typing import Any
 import orjson
 import pandas as pd
 
+from core.queries.evidence import (
+    ORIGINAL,
+    Reference,
+    TemplateRecord,
+    original_reference,
+    parse_json,
+    references_differ,
+    template_record,
+    verdict_reference,
+    verified_reference,
+)
 from core.queries.records import Record
 from core.queries.runs import verdicts_sql
 from core.scoring.agent_response import LintFinding
 from core.store import Store
-from core.values import is_missing, or_none
 
 SCREENSHOT_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif"})
 SCREENSHOT_MAX_BYTES = 20 << 20  # a real step screenshot is well under 1 MB
 OBSERVATION_KINDS = ("axtree", "html", "chat")
 # A tool call's part of its agent's session text: shown behind the Steps tab's raw-text toggle.
 RAW_TEXT_KIND = "transcript"
-
-
-def _json(value: Any) -> Any:
-    if is_missing(value):
-        return None
-    if isinstance(value, str):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-    return value
 
 
 def _expected_answer(evals: list[dict] | None) -> dict | None:
@@ -129,7 +128,17 @@ class TaskHeader(Record):
     n_steps: int | None = None
     """Executed actions of the attempt."""
     goal: str | None = None
-    """The goal the agent was given."""
+    """The goal the agent was given (the instruction it saw, which may differ from `intent`)."""
+    final_url: str | None = None
+    """The page after the attempt's last action, when the source records it (`trajectories.final_url`)."""
+    reference: Reference | None = None
+    """The reference of the verdict shown, from the config that verdict was scored on."""
+    verified_reference: Reference | None = None
+    """The WebArena-Verified reference, when the verdict shown was scored on another config."""
+    references_differ: bool | None = None
+    """The two references expect different answers (None: one checks the page or network instead)."""
+    template: TemplateRecord | None = None
+    """How the tasks of this task's intent template fared in this run."""
     response_raw: str | None = None
     """The WebArena-Verified agent response file's text."""
     response_parsed: Any = None
@@ -140,6 +149,18 @@ class TaskHeader(Record):
     """Lint findings against the public FinalAgentResponse rules."""
     problems: list[ImportProblem] = []
     """The task's import problems."""
+
+    @property
+    def instruction(self) -> str | None:
+        """What the agent was told: its recorded goal, else the task's intent."""
+        return self.goal if self.goal and self.goal.strip() else self.intent
+
+    @property
+    def instruction_differs(self) -> bool:
+        """The agent saw another wording than the WebArena-Verified intent (spacing aside)."""
+        return bool(self.goal and self.intent) and " ".join(self.goal.split()) != " ".join(
+            self.intent.split()
+        )
 
     @property
     def agent_answer(self) -> str | None:
@@ -155,11 +176,12 @@ def task_header(store: Store, run: str, task_id: int) -> TaskHeader | None:
         SELECT v.task_id, v.verdict, v.verdict_source, k.intent, k.sites, k.site_key, k.start_urls,
                k.task_type, k.expected_status, k.eval AS verified_eval, k.in_hard_subset,
                o.reference_answers, o.reference_url, o.eval_types AS original_eval_types,
-               o.string_note, o.start_url AS original_start_url,
+               o.string_note, o.start_url AS original_start_url, o.program_html AS original_program_html,
                e.status, e.score, e.explanation, e.error, e.cannot_pass, e.engine_version, e.evaluated_at,
                e.offline_status, e.offline_disagrees AS verdict_disagrees, e.explanation_source,
                e.eval_result IS NOT NULL AS has_eval_result,
                t.episode, t.final_answer, t.termination, t.termination_detail, t.n_steps, t.goal,
+               t.final_url, t.task_config,
                r.raw_text AS response_raw, r.parsed AS response_parsed, r.parse_error AS response_parse_error,
                r.lint AS response_lint
         FROM v
@@ -175,11 +197,24 @@ def task_header(store: Store, run: str, task_id: int) -> TaskHeader | None:
     if not found:
         return None
     h = found[0]
-    h["verified_eval"] = _json(h["verified_eval"])
+    h["verified_eval"] = parse_json(h["verified_eval"])
+    original_eval = {"reference_answers": parse_json(h["reference_answers"]), "reference_url": h["reference_url"],
+                     "program_html": parse_json(h.pop("original_program_html"))}  # fmt: skip
+    original = (
+        original_reference(ORIGINAL, original_eval, h["string_note"]) if h["original_eval_types"] else None
+    )
+    verified = verified_reference(h["verified_eval"])
+    h["reference"] = verdict_reference(
+        h["verdict_source"], verified, parse_json(h.pop("task_config")), original
+    )
+    if h["reference"] is not None and verified is not None and h["reference"].config != verified.config:
+        h["verified_reference"] = verified
+        h["references_differ"] = references_differ(h["reference"], verified)
+    h["template"] = template_record(store, run, task_id)
     h["expected_answer"] = _expected_answer(h["verified_eval"])
-    h["reference_answers"] = _json(h["reference_answers"])
-    h["response_parsed"] = _json(h["response_parsed"])
-    h["response_lint"] = _json(h["response_lint"]) or []
+    h["reference_answers"] = parse_json(h["reference_answers"])
+    h["response_parsed"] = parse_json(h["response_parsed"])
+    h["response_lint"] = parse_json(h["response_lint"]) or []
     h["explanations"] = [
         r["explanation"]
         for r in evaluator_rows(store, run, task_id)
@@ -304,7 +339,7 @@ def evaluator_rows(store: Store, run: str, task_id: int) -> list[dict[str, Any]]
     for r in rows:
         for key in ("assertions", "expected", "actual", "expected_normalized", "actual_normalized"):
             if key in r:
-                r[key] = _json(r[key])
+                r[key] = parse_json(r[key])
     return rows
 
 
@@ -331,79 +366,3 @@ def gold_sets_with_task(store: Store, task_id: int) -> list[str]:
             "SELECT DISTINCT gold_set FROM gold_steps WHERE task_id = ? ORDER BY 1", [task_id]
         )
     ]
-
-
-def task_report(store: Store, run: str, task_id: int, gold_set: str | None = None) -> dict[str, Any] | None:
-    """Everything the task page shows, as one JSON-able dict (`trajreview show`): verdict with its source
-    and sentences, expected vs agent answer, readable steps of the answer attempt, per-evaluator results,
-    metrics with the reason for every NULL, the gold alignment summary, import problems."""
-    from core.queries.alignment import alignment_view, metric_rows, null_reason_text
-
-    header = task_header(store, run, task_id)
-    if header is None:
-        return None
-    attempts = episodes(store, run, task_id)
-    episode = attempts[0]["episode"] if attempts else None
-    step_rows = steps(store, run, task_id, episode) if episode is not None else pd.DataFrame()
-    report: dict[str, Any] = {
-        "run": run, "task_id": task_id, "site": header.site_key, "intent": header.intent,
-        "verdict": header.verdict, "verdict_source": header.verdict_source,
-        "explanations": header.explanations, "error": header.error,
-        "cannot_pass": bool(header.cannot_pass) or cannot_pass_evidence(task_id) is not None,
-        "cannot_pass_evidence": cannot_pass_evidence(task_id),
-        "expected_answer": header.expected_answer, "reference_answers": header.reference_answers,
-        "reference_url": header.reference_url, "agent_answer": header.agent_answer,
-        "termination": header.termination, "termination_detail": header.termination_detail,
-        "response_lint": [f.model_dump() for f in header.response_lint],
-        "problems": [p.model_dump() for p in header.problems],
-        "episode": episode, "attempts": len(attempts),
-        "steps": [
-            {"idx": int(r.idx), "kind": r.kind, "url": r.url, "readable": r.readable or r.executed_action,
-             "stated": r.stated_action, "error": r.error if isinstance(r.error, str) else None}
-            for r in step_rows.itertuples(index=False)
-        ],
-        "evaluators": [
-            {"evaluator": e["evaluator"], "idx": e["idx"], "status": e["status"], "explanation": e["explanation"],
-             "error": e["error"]}
-            for e in evaluator_rows(store, run, task_id)
-        ],
-        "metrics": [],
-        "alignment": None,
-    }  # fmt: skip
-    for m in metric_rows(store, run, task_id):
-        values = {k: or_none(m.value(k)) for k in ("ssr", "rr", "repr", "psr", "ear")}
-        report["metrics"].append(
-            {
-                "gold_set": m.gold_set, "judge_config": m.judge_config, "preset": m.preset, **values,
-                "null_reasons": {k: null_reason_text(v) for k, v in m.null_reasons.items()},
-                "approximate": bool(m.approximate), "unresolved_pairs": int(m.unresolved_pairs),
-            }
-        )  # fmt: skip
-    sets = gold_sets_with_task(store, task_id)
-    chosen = (
-        gold_set if gold_set in sets else (report["metrics"][0]["gold_set"] if report["metrics"] else None)
-    )
-    chosen = chosen if chosen in sets else (sets[0] if sets else None)
-    if chosen and episode is not None:
-        first = next((m for m in report["metrics"] if m["gold_set"] == chosen), None)
-        view = alignment_view(
-            store,
-            run,
-            task_id,
-            chosen,
-            first["judge_config"] if first else "offline",
-            first["preset"] if first else "default",
-        )
-        if view is not None:
-            report["alignment"] = {
-                "gold_set": chosen, "judge_config": view.judge_config, "preset": view.preset,
-                "computed": view.computed, "missing": view.missing, "gold_version": view.gold_version,
-                "alternative": view.alternative, "n_gold": view.n_gold, "n_agent": view.n_agent,
-                "matched": sum(1 for r in view.rows if r.verdict),
-                "rows": [
-                    {"gold_idx": r.gold_idx, "gold": r.gold_text, "agent_idx": r.agent_idx, "executed": r.executed,
-                     "judge": r.verdict, "stage": r.stage, "score": r.score, "marks": r.marks}
-                    for r in view.rows
-                ],
-            }  # fmt: skip
-    return report

@@ -70,7 +70,8 @@ class TriageRow:
     explanation: str | None
     """The one-sentence explanation (or the evaluation error) of a failed task."""
     termination: str | None
-    """How the answer attempt ended; None when not recorded."""
+    """How the answer attempt ended; None when not recorded or recorded as `none` (nothing tells): one
+    "(none)" bucket for the filter and the Breakdowns bar."""
     steps: int | None
     """Executed actions of the answer attempt."""
     has_gold: bool
@@ -204,7 +205,7 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
                f.failing_evaluators,
                coalesce(e.explanation, e.error,
                         CASE WHEN v.verdict IN ('failure', 'error') THEN NULL END) AS explanation,
-               t.termination, t.n_steps AS steps, g.task_id IS NOT NULL AS has_gold,
+               nullif(t.termination, 'none') AS termination, t.n_steps AS steps, g.task_id IS NOT NULL AS has_gold,
                m.ssr, m.ear, coalesce(m.gold_version < cg.version, false) AS metrics_stale,
                coalesce(e.cannot_pass, false) AS cannot_pass,
                coalesce(e.offline_disagrees, false) AS disagrees, l.label,

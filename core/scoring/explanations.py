@@ -47,15 +47,90 @@ class NetworkExplanation:
 
 
 # -- formatting ---------------------------------------------------------------------------------------
+def plain(value: Any) -> str:
+    """A value as a reader writes it, never a Python repr: 8.0 is 8, a dict is `{month: May, count: 8}`,
+    a list `[a, b]`, None `null`."""
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{plain(k)}: {plain(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple | set | frozenset):
+        return "[" + ", ".join(plain(v) for v in value) + "]"
+    return str(value)
+
+
 def clip(value: Any, limit: int = _CLIP) -> str:
     """A value on one line, at most `limit` characters: agent text and HTML never come out whole."""
-    text = value if isinstance(value, str) else str(value)
-    text = _CONTROL.sub(" ", text).strip()
+    text = _CONTROL.sub(" ", plain(value)).strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+# Whitespace at either end of a quoted value is shown, not trimmed away: a reference with a trailing
+# space fails a comparison that looks identical otherwise.
+_EDGE_MARKS = {" ": "␠", "\t": "⇥", "\n": "↵", "\r": "↵", "\xa0": "⍽"}
+
+
+def _edge(whitespace: str) -> str:
+    marks = "".join(_EDGE_MARKS.get(c, "␠") for c in whitespace[:3])
+    return marks + ("…" if len(whitespace) > 3 else "")
+
+
 def quoted(value: Any, limit: int = _CLIP) -> str:
-    return f"'{clip(value, limit)}'"
+    """'value' on one line, clipped; spaces, tabs and line breaks at either end stay visible as ␠ ⇥ ↵."""
+    text = plain(value)
+    core = text.strip()
+    lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+    return f"'{_edge(lead)}{clip(core, limit)}{_edge(trail)}'"
+
+
+def difference_note(want: Any, got: Any) -> str:
+    """': they differ only in a trailing space' (or spacing, or letter case) when two texts look alike but
+    are not equal; '' otherwise. Said beside the two quoted values, so a reader sees why they differ."""
+    if not isinstance(want, str) or not isinstance(got, str) or want == got:
+        return ""
+    if want.strip() == got.strip():
+        return f": they differ only in {_edge_words(want, got)}"
+    spaced_want, spaced_got = " ".join(want.split()), " ".join(got.split())
+    if spaced_want == spaced_got:
+        return ": they differ only in spacing"
+    if want.casefold() == got.casefold():
+        return ": they differ only in letter case"
+    if spaced_want.casefold() == spaced_got.casefold():
+        return ": they differ only in spacing and letter case"
+    return ""
+
+
+def _edge_words(want: str, got: str) -> str:
+    def ends(text: str) -> tuple[str, str]:
+        return text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+
+    (want_lead, want_trail), (got_lead, got_trail) = ends(want), ends(got)
+    lead, trail = want_lead != got_lead, want_trail != got_trail
+    if lead and trail:
+        return "leading and trailing whitespace"
+    a, b = (want_lead, got_lead) if lead else (want_trail, got_trail)
+    kind = "space" if max(a, b, key=len) == " " else "whitespace"
+    return f"{'a leading' if lead else 'a trailing'} {kind}"
+
+
+_REPR_CALL = re.compile(r"\b[A-Z]\w*\((?:'([^'\n]*)'|\"([^\"\n]*)\"|(-?\d+(?:\.\d+)?))\)")
+_REPR_KEY = re.compile(r"'(\w+)':")
+
+
+def readable_message(text: Any) -> str:
+    """An engine message without Python reprs: `Month('May')` is May, `Number(8.0)` 8, `{'count': 8}`
+    `{count: 8}` (the engine's assertion messages print its value classes)."""
+
+    def value(m: re.Match) -> str:
+        if m.group(3) is not None:
+            return plain(float(m.group(3))) if "." in m.group(3) else m.group(3)
+        return m.group(1) if m.group(1) is not None else m.group(2)
+
+    return _REPR_KEY.sub(r"\1:", _REPR_CALL.sub(value, plain(text)))
 
 
 def short_url(url: str, limit: int = _URL_CLIP) -> str:
@@ -90,7 +165,8 @@ def fallback(er: dict, exc: Exception | None = None) -> str | None:
         return f"{er.get('evaluator_name', 'evaluator')} error: {clip(er['error_msg'], 200)}"
     for assertion in er.get("assertions") or ():
         msgs = assertion.get("assertion_msgs") or ()
-        return f"{assertion.get('assertion_name')}: {clip(msgs[0] if msgs else assertion.get('status'), 200)}"
+        shown = readable_message(msgs[0]) if msgs else assertion.get("status")
+        return f"{assertion.get('assertion_name')}: {clip(shown, 200)}"
     return f"{er.get('evaluator_name', 'evaluator')} failed"
 
 

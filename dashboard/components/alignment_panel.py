@@ -20,17 +20,18 @@ METRIC_LABELS = {"ssr": "SSR", "rr": "RR", "repr": "RepR", "psr": "PSR", "ear": 
 
 
 def _metrics_summary(view: q.AlignmentView) -> None:
+    """The task's metrics with the reason for every NULL, and the counts the table below marks."""
     row = view.metrics
     cols = st.columns(len(METRIC_LABELS))
     for col, (name, label) in zip(cols, METRIC_LABELS.items(), strict=True):
         value = row.value(name) if row else None
         undefined = is_missing(value)
-        col.metric(label, "NULL" if undefined else pct(value, 0))
+        col.metric(label, "NULL" if undefined else pct(value))
         if undefined and row:
             reason = view.null_reasons.get(name)
             col.caption(q.null_reason_text(reason) if reason else "not computed")
     if row:
-        extra = [f"{row.deviations} deviations, {row.recoveries} recovered" if row.deviations is not None else None,
+        extra = [view.deviation_summary,
                  f"{row.n_gold} gold / {row.n_agent} agent steps" if row.n_gold is not None else None,
                  "approximate (judge settled ambiguous pairs without an LLM)" if row.approximate else None,
                  f"{row.unresolved_pairs} pairs the judge could not answer" if row.unresolved_pairs else None]  # fmt: skip

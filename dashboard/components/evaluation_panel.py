@@ -7,9 +7,11 @@ import pandas as pd
 import streamlit as st
 
 from core.queries import task as q
+from core.scoring.explanations import readable_message
 from core.values import is_missing
 from dashboard import state
 from dashboard.components.formatting import verdict_label
+from dashboard.components.tables import show_table
 from dashboard.db import read
 from dashboard.text import escape_md
 
@@ -21,6 +23,16 @@ def _show(value) -> None:
         st.json(value, expanded=2)
     else:
         st.code(str(value), language=None, wrap_lines=True)
+
+
+def _assertions(assertions: list) -> pd.DataFrame:
+    """One row per assertion, its messages in words (the engine prints its value classes as reprs)."""
+    return pd.DataFrame(
+        [{"assertion": str(a.get("assertion_name") or ""), "status": str(a.get("status") or ""),
+          "message": "\n".join(readable_message(m) for m in a.get("assertion_msgs") or [])}
+         for a in assertions if isinstance(a, dict)],
+        columns=["assertion", "status", "message"],
+    )  # fmt: skip
 
 
 def _go_network(seq: int) -> None:
@@ -70,7 +82,7 @@ def render(run: str, task_id: int, header: q.TaskHeader) -> None:
                 )
             if r.get("assertions"):
                 st.caption("Assertions")
-                st.dataframe(pd.json_normalize(r["assertions"]).astype(str), hide_index=True, width="stretch")
+                show_table(_assertions(r["assertions"]), hide_index=True, width="stretch")
             for label, key in (("matched", "matched_event_seq"), ("nearest candidate", "nearest_event_seq")):
                 seq = r.get(key)
                 if not is_missing(seq):

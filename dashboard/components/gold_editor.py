@@ -19,6 +19,7 @@ from core.queries.task import gold_sets_with_task
 from core.values import is_missing
 from dashboard import identity, state
 from dashboard.components import gold_history
+from dashboard.components.tables import show_table
 from dashboard.db import read, read_only, write
 from dashboard.text import escape_md
 
@@ -26,7 +27,7 @@ COLUMNS = ("order", "text", "flags")
 
 
 def steps_frame(steps: list[ge.EditStep]) -> pd.DataFrame:
-    """The grid of one alternative: order (a number; 2.5 puts a step between 2 and 3), text, flags."""
+    """The grid of one alternative: order (the step's position, read-only: ▲/▼ move a step), text, flags."""
     frame = pd.DataFrame(
         {"order": [float(i + 1) for i in range(len(steps))], "text": [s.text for s in steps],
          "flags": [", ".join(s.flags) for s in steps]},
@@ -127,6 +128,25 @@ class Draft:
     def alternatives(self) -> list[list[dict[str, Any]]]:
         return [frame_steps(self.edited(a)) for a in range(self.n_alternatives)]
 
+    def move(self, alt: int, position: int, delta: int) -> None:
+        """Swap the step at `position` (0-based, in the grid's order) with its neighbour `delta` away; the
+        grid is rebuilt from the draft with the steps renumbered."""
+        frame = self.edited(alt).reset_index(drop=True)
+        target = position + delta
+        if not (0 <= position < len(frame) and 0 <= target < len(frame)):
+            return
+        order = list(range(len(frame)))
+        order[position], order[target] = order[target], order[position]
+        moved = frame.iloc[order].reset_index(drop=True)
+        moved["order"] = [float(i + 1) for i in range(len(moved))]
+        alternatives = [self.edited(a) for a in range(self.n_alternatives)]
+        alternatives[alt] = moved.astype({"order": "float64"})
+        self._set("alts", alternatives)
+        for key in [k for k in st.session_state if str(k).startswith(f"{self.prefix}:edited:")]:
+            del st.session_state[key]
+        self._set("nonce", self._get("nonce", 0) + 1)
+        st.session_state[f"{self.prefix}:move:{alt}"] = target + 1  # the picker follows the moved step
+
 
 def _content_frames(content: list[list[ge.EditStep]]) -> list[pd.DataFrame]:
     return [steps_frame(alt) for alt in content]
@@ -154,7 +174,7 @@ def _new_gold_set(name: str | None) -> None:
                 state.set_param("goldset", created)
                 st.rerun()
     if name is None:
-        st.caption("Enter your name in the sidebar to create a gold set.")
+        st.caption("Give your name in *Your name* at the top of this tab to create a gold set.")
 
 
 def _stale_banner(task_id: int, gold_set: str) -> None:
@@ -205,7 +225,7 @@ def render(run: str, task_id: int, episode: str | None) -> None:
     _stale_banner(task_id, gold_set)
     if current:
         st.caption(
-            f"Current: version {current_version} by {escape_md(current['author'] or 'unknown', 80)} at "
+            f"Current: version {current_version} by {escape_md(current['author'], 80)} at "
             f"{current['created_at']:%Y-%m-%d %H:%M} UTC — {escape_md(current['reason'] or '', 200)}"
         )
     else:
@@ -216,7 +236,7 @@ def render(run: str, task_id: int, episode: str | None) -> None:
     else:
         for alt, steps in enumerate(content):
             st.caption(f"Alternative {alt + 1}")
-            st.dataframe(
+            show_table(
                 steps_frame(steps), hide_index=True, width="stretch",
                 column_config={"order": st.column_config.NumberColumn("#", format="%d", width="small"),
                                "text": st.column_config.TextColumn("step", width="large")},
@@ -266,17 +286,36 @@ def _editor(
             st.warning("This attempt has no executed step to start from.")
     draft.show(alt)
     draft.revive(alt)
+    # The step text is the cell a reviewer edits; the position is read-only (an edit can never land in it)
+    # and changes only through ▲/▼ below.
     edited = st.data_editor(
         draft.original(alt), key=draft.grid_key(alt), num_rows="dynamic", hide_index=True, width="stretch",
         column_order=COLUMNS,
         column_config={
-            "order": st.column_config.NumberColumn("order", help="Sort key: 2.5 goes between 2 and 3", width="small"),
+            "order": st.column_config.NumberColumn("#", help="The step's position: move it with ▲/▼ below the grid",
+                                                   width="small", format="%d", disabled=True),
             "text": st.column_config.TextColumn("step", width="large", required=True),
             "flags": st.column_config.TextColumn("flags", help="Comma-separated marks, e.g. pink, check", width="small"),
         },
     )  # fmt: skip
     draft.keep(alt, edited)
+    _move_controls(draft, alt, len(edited))
     _save(draft, gold_set, task_id, name, current_version, content)
+
+
+def _move_controls(draft: Draft, alt: int, n_rows: int) -> None:
+    """Pick a step by its position and move it up or down one place."""
+    if n_rows < 2:
+        return
+    cols = st.columns([2, 1, 1, 4], vertical_alignment="bottom")
+    picked = cols[0].selectbox("Move step", list(range(1, n_rows + 1)), key=f"{draft.prefix}:move:{alt}",
+                               format_func=lambda i: f"step {i}")  # fmt: skip
+    position = (picked or 1) - 1
+    cols[1].button(
+        "▲ up", key="gold-move-up", disabled=position == 0, on_click=draft.move, args=(alt, position, -1)
+    )
+    cols[2].button("▼ down", key="gold-move-down", disabled=position >= n_rows - 1,
+                   on_click=draft.move, args=(alt, position, 1))  # fmt: skip
 
 
 def _behind(draft: Draft, current_version: int, content: list[list[ge.EditStep]]) -> None:
@@ -318,7 +357,9 @@ def _save(
         **kept,
     )  # fmt: skip
     st.session_state[f"{reason_key}:kept"] = reason
-    missing = "your name (sidebar)" if not name else ("a reason" if not reason.strip() else None)
+    missing = (
+        "your name (Your name, top of this tab)" if not name else ("a reason" if not reason.strip() else None)
+    )
     clicked = cols[1].button(
         "Save new version", key="gold-save", type="primary", icon=":material/save:",
         disabled=missing is not None or not dirty,

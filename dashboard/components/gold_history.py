@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.gold import editing as ge
 from dashboard import state
+from dashboard.components.tables import show_table
 from dashboard.db import read, write
 
 KIND_COLOURS = {"added": "#e6f4ea", "removed": "#fce8e6", "changed": "#fef7e0", "moved": "#e8f0fe"}
@@ -45,7 +46,7 @@ def diff_frame(rows: list[dict[str, Any]]):
 
 def show_diff(rows: list[dict[str, Any]]) -> None:
     """The side-by-side diff table: the old version's steps on the left, the new one's on the right."""
-    st.dataframe(
+    show_table(
         diff_frame(rows), hide_index=True, width="stretch",
         column_config={
             "alt": st.column_config.NumberColumn("alt", width="small"),
@@ -65,8 +66,8 @@ def render(
     if not versions:
         st.caption("No version yet: the first save writes version 1.")
         return
-    st.dataframe(
-        pd.DataFrame(versions).fillna({"author": "unknown"}),
+    show_table(
+        pd.DataFrame(versions),
         hide_index=True,
         width="stretch",
         column_order=("version", "author", "created_at", "reason", "alternatives", "steps"),
@@ -94,10 +95,13 @@ def render(
         cols = st.columns([2, 3])
         older = [n for n in numbers if n != current]
         pick = cols[0].selectbox("Restore version", older, key=f"gold-restore-pick:{task_id}:{gold_set}")
+        same = read(ge.version_content, gold_set, task_id, pick) == read(
+            ge.version_content, gold_set, task_id, current
+        )
         cols[1].write("")
         if cols[1].button(
             f"Restore version {pick} as version {current + 1}", key="gold-restore", icon=":material/history:",
-            help="Writes that version's content as a new version; nothing is overwritten",
+            help="Writes that version's content as a new version; nothing is overwritten", disabled=same,
         ):  # fmt: skip
             version = write(ge.restore, gold_set, task_id, pick, name, current)
             if version is not None:
@@ -105,5 +109,12 @@ def render(
                     k for k in st.session_state if str(k).startswith(f"gold:{run}:{task_id}:{gold_set}:")
                 ]:
                     del st.session_state[key]  # the draft restarts from the restored content
+                # The diff shows what the restore changed: the version it replaced against the new one.
+                state.set_param("gfrom", current)
+                state.set_param("gto", version)
                 st.toast(f"Restored version {pick} as version {version}.")
                 st.rerun()
+        if same:
+            cols[1].caption(
+                f"Version {pick} is the same as the current version {current}: nothing to restore."
+            )

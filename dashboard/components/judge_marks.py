@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.measure.judge import VERDICT_WORDS
 from core.queries import alignment as q
 from core.queries import annotations as qa
 from core.review.annotations import MARKS, PairMark, mark_pairs
@@ -17,7 +18,6 @@ from dashboard.text import escape_md
 
 MARK_LABELS = {"right": "✓ right", "wrong": "✗ wrong"}
 WIDTHS = [0.4, 0.4, 3, 3, 1.5, 1.9]
-VERDICT_WORDS = {True: "same", False: "different", None: "could not answer"}
 
 
 def _key(view: q.AlignmentView, p: q.JudgedPair) -> tuple:

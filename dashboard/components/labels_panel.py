@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.queries import annotations as qa
 from core.review.annotations import annotate
+from dashboard.components.tables import show_table
 from dashboard.db import read, read_only, write
 from dashboard.identity import ask_reviewer_name
 from dashboard.text import escape_md
@@ -48,7 +49,7 @@ def render(
     if rows:
         with cols[2].popover(f"History ({len(rows)})", icon=":material/history:", width="stretch"):
             history = pd.DataFrame(rows)[["created_at", "author", "label", "note"]]
-            st.dataframe(history, hide_index=True, width="stretch",
+            show_table(history, hide_index=True, width="stretch",
                          column_config={"created_at": st.column_config.DatetimeColumn("when (UTC)")})  # fmt: skip
 
 

@@ -9,14 +9,11 @@ import streamlit as st
 from core.queries import network as q
 from dashboard import state
 from dashboard.charts import waterfall
-from dashboard.components import labels_panel
+from dashboard.components import labels_panel, network_evidence
+from dashboard.components.tables import show_table
 from dashboard.db import read
 
 MAX_TABLE_ROWS = 5_000
-
-
-def _set_event(seq: int) -> None:
-    state.set_param("ev", seq)
 
 
 def render(run: str, task_id: int) -> None:
@@ -26,20 +23,14 @@ def render(run: str, task_id: int) -> None:
     if count["events"] == 0:
         st.info("No network trace for this task in this run (only WebArena-Verified runs carry one).")
         return
-    marked = read(q.matched_events, run, task_id) or {}
-    if marked:
-        st.caption("Events the evaluators point at:")
-        cols = st.columns(min(len(marked), 4))
-        for col, (seq, why) in zip(
-            cols * (len(marked) // len(cols) + 1), sorted(marked.items()), strict=False
-        ):
-            col.button(f"#{seq}: {'; '.join(why)}", key=f"jump-{seq}", on_click=_set_event, args=(seq,))
+    network_evidence.render(run, task_id)
     cols = st.columns([1.6, 2, 2, 2, 3])
     show_static = state.url_toggle(
         cols[0],
         f"{count['static']} static",
         "static",
-        help="Stylesheets, scripts, images and fonts are hidden by default.",
+        help="Stylesheets, scripts, images, fonts and files under a versioned static path (e.g. "
+        "/static/version1681922233/…) are hidden by default.",
     )
     methods = state.url_multiselect(cols[1], "Method", read(q.methods, run, task_id) or [], "method")
     statuses = state.url_multiselect(cols[2], "Status", q.STATUS_CLASSES, "status")
@@ -62,7 +53,7 @@ def render(run: str, task_id: int) -> None:
         if len(events) > 1500:
             st.caption("The waterfall shows the first 1,500 events of the filter.")
     table = events.head(MAX_TABLE_ROWS)
-    picked = st.dataframe(
+    picked = show_table(
         table, hide_index=True, on_select="rerun", selection_mode="single-row",
         key=f"events-{hash(flt)}",
         column_order=("seq", "start_ms", "time_ms", "method", "status", "event_type", "url", "step", "evaluator"),

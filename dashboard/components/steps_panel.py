@@ -9,12 +9,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from core.queries import evidence as ev
 from core.queries import task as q
 from core.values import is_missing
 from dashboard import state
-from dashboard.components import labels_panel
+from dashboard.components import labels_panel, step_pages
+from dashboard.components.tables import show_table
 from dashboard.db import read, read_files
-from dashboard.text import escape_md
 
 FILMSTRIP = 6  # screenshots loaded around the current step; the others are never read
 THUMB_WIDTH = 400
@@ -101,22 +102,24 @@ def render(run: str, task_id: int, episode: str | None) -> None:
         st.caption("This run recorded no screenshots for this attempt.")
 
     row = steps[steps["idx"] == current].iloc[0]
+    evidence = next(
+        (e for e in read(ev.step_evidence, run, task_id, episode) or [] if e.idx == current), None
+    )
     st.markdown(f"#### Step {current}" + (" · :gray-badge[observe]" if current in observe else ""))
     if current in observe:
         st.caption(OBSERVE_NOTE)
     labels_panel.render("step", run, task_id, episode=episode, step_idx=int(current), what="step")
-    if isinstance(row["url"], str) and row["url"]:
-        st.caption("Page")
-        st.code(row["url"], language=None, wrap_lines=True)
+    step_pages.render(row["url"], evidence.page_after if evidence else None)
     left, right = st.columns([3, 2])
     with left:
         _text_block("Thought", row["thought"])
+        _text_block("Plan", evidence.plan if evidence else None)
         _text_block("Stated action", row["stated_action"])
         _text_block("Executed action", row["executed_action"])
         _text_block("In words", row["readable"])
         _outcome(row)
         if isinstance(row["error"], str) and row["error"]:
-            st.error(escape_md(row["error"], limit=None), icon=":material/error:")
+            step_pages.error(row["error"])
         if pd.notna(row["elapsed_s"]):
             st.caption(f"took {row['elapsed_s']:.1f} s")
     with right:
@@ -143,4 +146,4 @@ def render(run: str, task_id: int, episode: str | None) -> None:
                 st.code(content, language=None, wrap_lines=True, height=500)
 
     with st.expander(f"All {len(idxs)} steps", expanded=False):
-        st.dataframe(steps[["idx", "kind", "readable", "error", "url"]], hide_index=True, width="stretch")
+        show_table(steps[["idx", "kind", "readable", "error", "url"]], hide_index=True, width="stretch")

@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 import streamlit as st
 
+from core.queries.evidence import Reference
 from core.queries.task import TaskHeader, cannot_pass_evidence
 from dashboard.components.formatting import verdict_label
 from dashboard.text import escape_md
@@ -25,9 +26,35 @@ def _height(value: Any) -> int | str:
     return 220 if len(_as_text(value)) > 300 or _as_text(value).count("\n") > 8 else "content"
 
 
+def _reference(ref: Reference, title: str) -> None:
+    """One config's reference: its expected answer, last page, page checks and network events."""
+    st.markdown(title)
+    st.caption(escape_md(ref.label, limit=None))
+    shown = False
+    for value, label in ((ref.answers, "answer"), (ref.url, "last page"), (ref.program_html, "page checks"),
+                         (ref.network or None, "network events")):  # fmt: skip
+        if value:
+            st.caption(label)
+            st.code(_as_text(value), language="json" if not isinstance(value, str) else None, wrap_lines=True,
+                    height=_height(value))  # fmt: skip
+            shown = True
+    if ref.note:
+        st.caption(f"note: {escape_md(ref.note, limit=None)}")
+    if not shown:
+        st.caption("This config states no expected value.")
+
+
+def _instruction(h: TaskHeader) -> None:
+    st.markdown(
+        f"**Instruction the agent saw:** {escape_md(h.instruction or '(task not in the loaded dataset)', limit=None)}"
+    )
+    if h.instruction_differs:
+        st.markdown(f"**WebArena-Verified intent** (worded differently): {escape_md(h.intent, limit=None)}")
+
+
 def render(h: TaskHeader, run: str) -> None:
     st.markdown(f"### Task {h.task_id} · {escape_md(h.site_key or 'unknown site')}")
-    st.markdown(f"**Intent:** {escape_md(h.intent or '(task not in the loaded dataset)', limit=None)}")
+    _instruction(h)
     facts = [
         f"run {escape_md(run, 80)}",
         f"start {escape_md(', '.join(h.start_urls or []) or h.original_start_url or '–')}",
@@ -39,7 +66,8 @@ def render(h: TaskHeader, run: str) -> None:
     st.caption(" · ".join(facts))
 
     source = h.verdict_source or "no verdict recorded"
-    st.markdown(f"**Verdict:** {verdict_label(h.verdict)} — decided by *{escape_md(source)}*")
+    template = f" · {escape_md(h.template.sentence)}" if h.template else ""
+    st.markdown(f"**Verdict:** {verdict_label(h.verdict)} — decided by *{escape_md(source)}*{template}")
     sentences = h.explanations
     if h.verdict in ("failure", "error"):
         if sentences:
@@ -58,23 +86,16 @@ def render(h: TaskHeader, run: str) -> None:
 
     left, right = st.columns(2)
     with left:
-        st.markdown("**Expected**")
-        expected = h.expected_answer
-        if expected is not None:
-            st.code(_as_text(expected), language="json", wrap_lines=True, height=_height(expected))
-        if h.reference_answers:
-            st.caption("Original WebArena reference")
-            st.code(
-                _as_text(h.reference_answers),
-                language="json",
-                wrap_lines=True,
-                height=_height(h.reference_answers),
-            )
-        if h.reference_url:
-            st.caption("Reference URL")
-            st.code(h.reference_url, language=None, wrap_lines=True)
-        if expected is None and not h.reference_answers and not h.reference_url:
-            st.caption("No expected answer: the task is checked on the site state (program_html / network).")
+        if h.reference is not None:
+            _reference(h.reference, "**Expected** (the reference of this verdict)")
+        else:
+            st.markdown("**Expected**")
+            st.caption("No task config recorded for this task: nothing states what was expected.")
+        if h.verified_reference is not None and h.references_differ is False:
+            st.caption("WebArena-Verified expects the same values.")
+        elif h.verified_reference is not None:
+            differs = " — differs" if h.references_differ else ""
+            _reference(h.verified_reference, f"**WebArena-Verified reference**{differs}")
     with right:
         st.markdown("**Agent's answer**")
         answer = h.agent_answer
@@ -85,6 +106,9 @@ def render(h: TaskHeader, run: str) -> None:
         if h.termination:
             detail = f" — {escape_md(h.termination_detail)}" if h.termination_detail else ""
             st.caption(f"Ended: {escape_md(h.termination)}{detail} · {h.n_steps} steps")
+        if h.final_url:
+            st.caption("Last page (after the last action)")
+            st.code(h.final_url, language=None, wrap_lines=True)
         if h.response_parse_error:
             st.warning(f"Response not parsed: {escape_md(h.response_parse_error)}")
         for finding in h.response_lint:

@@ -12,6 +12,7 @@ from dashboard.charts import export_config, rate_bars
 from dashboard.components.downloads import table_downloads
 from dashboard.components.formatting import rate_with_ci
 from dashboard.components.run_picker import pick_runs
+from dashboard.components.tables import show_table
 from dashboard.db import read
 
 st.title("Breakdowns")
@@ -51,7 +52,7 @@ for dimension, tab in zip(dimensions, state.url_tabs(dimensions, "dim"), strict=
                      part[["success_rate", "ci_low", "ci_high", "scored"]].itertuples(index=False)],
         )[["run", "value", "success", "scored", "successes", "failures", "errors", "unscored",
            "success_rate", "ci_low", "ci_high"]].rename(columns={"value": dimension})  # fmt: skip
-        st.dataframe(
+        show_table(
             shown, hide_index=True,
             column_config={
                 "success": st.column_config.TextColumn("success rate [95 % CI]"),

@@ -7,24 +7,22 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.measure.stats import estimate_text
 from core.queries import compare as q
 from core.queries import runs as rq
 from core.queries import task as tq
-from core.values import is_missing
 from dashboard import state
 from dashboard.charts import deltas, export_config
 from dashboard.components import task_header
 from dashboard.components.downloads import table_downloads
 from dashboard.components.formatting import pct, verdict_label
 from dashboard.components.run_picker import run_names_or_stop
+from dashboard.components.tables import show_table
 from dashboard.db import read
 
 
-def _diff(d: float | None, low: float | None, high: float | None) -> str:
-    if is_missing(d):
-        return "–"
-    ci = f" [{low * 100:+.1f}, {high * 100:+.1f}]" if not is_missing(low) else ""
-    return f"{d * 100:+.1f} pts{ci}"
+def _diff(d: float | None, low: float | None, high: float | None, n: int | None) -> str:
+    return estimate_text(d, low, high, n, points=True)
 
 
 st.title("Compare runs")
@@ -63,7 +61,7 @@ st.caption(
 m = st.columns([1, 1, 1.7, 0.8])
 m[0].metric(f"A · {a}", pct(s["rate_a"]), help=f"successes / {s['n']} paired tasks")
 m[1].metric(f"B · {b}", pct(s["rate_b"]), help=f"successes / {s['n']} paired tasks")
-m[2].metric("B − A [95 % CI]", _diff(s["diff"], s["ci_low"], s["ci_high"]))
+m[2].metric("B − A [95 % CI]", _diff(s["diff"], s["ci_low"], s["ci_high"], s["n"]))
 m[3].metric("McNemar exact p", f"{cmp.mcnemar_p:.3g}",
             help=f"two-sided exact binomial test of the {cmp.outcomes['A only'] + cmp.outcomes['B only']} discordant tasks")  # fmt: skip
 
@@ -75,16 +73,16 @@ with left:
         {"B passed": [o["both pass"], o["B only"]], "B failed": [o["A only"], o["both fail"]]},
         index=["A passed", "A failed"],
     )
-    st.dataframe(two_by_two)
+    show_table(two_by_two, hide_index=False)
     table_downloads(st, two_by_two.reset_index(names=""), f"outcomes-{a}-vs-{b}")
 with right:
     st.subheader("Metrics")
     if cmp.metric_config:
         st.caption("Paired over the tasks where both runs define the metric; gold / judge / preset: "
                    + " / ".join(cmp.metric_config))  # fmt: skip
-        st.dataframe(
-            cmp.metrics.assign(**{"B − A [95 % CI]": [_diff(d, lo, hi) for d, lo, hi in
-                                  cmp.metrics[["diff", "ci_low", "ci_high"]].itertuples(index=False)]})[
+        show_table(
+            cmp.metrics.assign(**{"B − A [95 % CI]": [_diff(d, lo, hi, n) for d, lo, hi, n in
+                                  cmp.metrics[["diff", "ci_low", "ci_high", "n"]].itertuples(index=False)]})[
                 ["metric", "n", "mean_a", "mean_b", "B − A [95 % CI]", "left_out", "left_out_why"]],
             hide_index=True,
             column_config={"mean_a": st.column_config.NumberColumn("A", format="%.3f"),
@@ -109,12 +107,12 @@ if clicked and clicked.selection.points:
     state.set_param("site", clicked.selection.points[0]["customdata"])
     state.set_param("task", None)
 site_table = cmp.per_site.assign(
-    delta=[_diff(d, lo, hi) for d, lo, hi in cmp.per_site[["diff", "ci_low", "ci_high"]].itertuples(index=False)]
+    delta=[_diff(d, lo, hi, n) for d, lo, hi, n in cmp.per_site[["diff", "ci_low", "ci_high", "n"]].itertuples(index=False)],
+    rate_a=cmp.per_site["rate_a"].map(pct), rate_b=cmp.per_site["rate_b"].map(pct),
 )[["site", "n", "rate_a", "rate_b", "delta", "only_a", "only_b"]]  # fmt: skip
-st.dataframe(
+show_table(
     site_table, hide_index=True,
-    column_config={"rate_a": st.column_config.NumberColumn("A", format="percent"),
-                   "rate_b": st.column_config.NumberColumn("B", format="percent"),
+    column_config={"rate_a": st.column_config.TextColumn("A"), "rate_b": st.column_config.TextColumn("B"),
                    "delta": st.column_config.TextColumn("B − A [95 % CI]"),
                    "only_a": st.column_config.NumberColumn("A only passed"),
                    "only_b": st.column_config.NumberColumn("B only passed")},
@@ -130,7 +128,7 @@ if site:
     st.page_link(state.COMPARE_PAGE, label=f"Site {site}: show every site", icon=":material/filter_alt_off:",
                  query_params={k: v for k, v in {"a": a, "b": b, "flip": state.param("flip")}.items() if v})  # fmt: skip
 st.caption(f"{len(flips)} tasks. Select one to see both runs' task views side by side.")
-picked = st.dataframe(
+picked = show_table(
     flips.assign(verdict_a=flips["verdict_a"].map(verdict_label), verdict_b=flips["verdict_b"].map(verdict_label)),
     hide_index=True, on_select="rerun", selection_mode="single-row", key=f"flips-{a}-{b}-{flip}-{site}",
     column_order=("task_id", "site", "outcome", "verdict_a", "verdict_b", "intent"),

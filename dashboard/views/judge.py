@@ -7,18 +7,22 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.measure.stats import MIN_N_BOOTSTRAP, TOO_FEW, estimate_text, rate_text
 from core.queries import annotations as qa
 from core.queries.runs import run_names
 from core.review.annotations import add_label, retire_label
 from dashboard import charts, state
+from dashboard.components.tables import show_table
 from dashboard.db import read, read_only, write
 from dashboard.identity import ask_reviewer_name
 
 ALL = "all"
 
 
-def _fmt(v: float | None) -> str:
-    return "–" if v is None else f"{v:.2f}"
+def _kappa(s) -> str:
+    if s.kappa is None:
+        return f"undefined (n={s.n}: one answer only)" if s.n else "– (n=0)"
+    return estimate_text(s.kappa, *s.kappa_ci, s.n, digits=2)
 
 
 def _stage_rows(result: qa.DbAgreement) -> pd.DataFrame:
@@ -26,9 +30,8 @@ def _stage_rows(result: qa.DbAgreement) -> pd.DataFrame:
         [
             {
                 "stage": s.stage, "n": s.n, "unresolved": s.unresolved, "agree": s.agree,
-                "accuracy": s.accuracy, "accuracy 95% CI": f"{_fmt(s.accuracy_ci[0])} – {_fmt(s.accuracy_ci[1])}",
+                "accuracy [95 % CI]": rate_text(s.accuracy, *s.accuracy_ci, s.n), "κ [95 % CI]": _kappa(s),
                 "kappa": s.kappa, "kappa_low": s.kappa_ci[0], "kappa_high": s.kappa_ci[1],
-                "κ 95% CI": f"{_fmt(s.kappa_ci[0])} – {_fmt(s.kappa_ci[1])}",
                 "judge said same": s.judge_said_same, "reviewer said same": s.reviewer_said_same,
             }
             for s in [*result.per_stage, result.overall]
@@ -57,31 +60,24 @@ def _agreement() -> None:
         return
     metrics = st.columns(4)
     metrics[0].metric("marked pairs", o.n + o.unresolved)
-    metrics[1].metric(
-        "accuracy",
-        _fmt(o.accuracy),
-        help=f"95 % Wilson CI {_fmt(o.accuracy_ci[0])} – {_fmt(o.accuracy_ci[1])}",
-    )
-    metrics[2].metric(
-        "Cohen's κ", _fmt(o.kappa), help=f"95 % bootstrap CI {_fmt(o.kappa_ci[0])} – {_fmt(o.kappa_ci[1])}"
-    )
+    metrics[1].metric("accuracy [95 % Wilson CI]", rate_text(o.accuracy, *o.accuracy_ci, o.n))
+    metrics[2].metric("Cohen's κ [95 % bootstrap CI]", _kappa(o))
     metrics[3].metric(
         "judge could not answer",
         o.unresolved,
         help="excluded from accuracy and κ, never counted as different",
     )
     table = _stage_rows(result)
-    st.dataframe(
-        table.drop(columns=["kappa_low", "kappa_high"]), hide_index=True, width="stretch",
-        column_config={"accuracy": st.column_config.NumberColumn(format="%.2f"),
-                       "kappa": st.column_config.NumberColumn("κ", format="%.2f"),
-                       "n": st.column_config.NumberColumn(help="marked pairs the judge answered")},
+    show_table(
+        table.drop(columns=["kappa", "kappa_low", "kappa_high"]), width="stretch",
+        column_config={"n": st.column_config.NumberColumn(help="marked pairs the judge answered")},
     )  # fmt: skip
     st.plotly_chart(charts.judge_kappa(table), width="stretch", key="kappa-chart")
     st.caption(
         "n = marked pairs the judge answered; the reviewer's truth is the judge's verdict when marked right, its "
         "opposite when marked wrong. κ is undefined when judge and reviewers each used one answer only (e.g. a "
-        "stage that only ever says *same* and is always right). Accuracy CI: Wilson; κ CI: bootstrap (fixed seed)."
+        "stage that only ever says *same* and is always right). Accuracy CI: Wilson; κ CI: bootstrap (fixed seed), "
+        f"given from n = {MIN_N_BOOTSTRAP} marked pairs — below, *{TOO_FEW}*."
     )
 
 
@@ -98,7 +94,7 @@ def _labels() -> None:
     left.plotly_chart(charts.label_counts(counts), width="stretch", key="labels-chart")
     per_run = read(qa.labels_per_run)
     if per_run is not None:
-        right.dataframe(per_run, hide_index=True, width="stretch")
+        show_table(where=right, data=per_run, hide_index=True, width="stretch")
     st.caption("Current labels (the latest write on each run, task, step or event); a task or step counts under "
                "its task's site, a label on a whole run under 'whole run'.")  # fmt: skip
 
@@ -108,7 +104,7 @@ def _vocabulary() -> None:
     vocab = read(qa.vocabulary, True)
     if vocab is None:
         return
-    st.dataframe(pd.DataFrame(vocab), hide_index=True, width="stretch",
+    show_table(pd.DataFrame(vocab), hide_index=True, width="stretch",
                  column_config={"uses": st.column_config.NumberColumn(help="current annotations with the label")})  # fmt: skip
     if read_only():
         return

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core.measure.metrics_run import NULL_REASONS
+from core.measure.stats import estimate_text
 from core.queries import metrics_view as q
 from core.values import is_missing
 from dashboard import state
@@ -15,6 +16,7 @@ from dashboard.charts import export_config, paradigm_bars
 from dashboard.components.downloads import table_downloads
 from dashboard.components.formatting import rate_with_ci
 from dashboard.components.run_picker import pick_runs
+from dashboard.components.tables import show_table
 from dashboard.db import read
 
 PARADIGMS = "Planning paradigms"
@@ -22,10 +24,7 @@ PARADIGMS = "Planning paradigms"
 
 def _mean_ci(mean, low, high, n, digits: int = 3) -> str:
     """'0.454 [0.431, 0.478] n=649': every figure says its interval and how many tasks it covers."""
-    if is_missing(mean):
-        return f"– (n={int(n) if not is_missing(n) else 0})"
-    ci = f" [{low:.{digits}f}, {high:.{digits}f}]" if not is_missing(low) else ""
-    return f"{mean:.{digits}f}{ci} n={int(n)}"
+    return estimate_text(mean, low, high, n, digits=digits)
 
 
 st.title("Metrics")
@@ -57,7 +56,7 @@ else:
                    "metrics for this gold set, judge and preset; the others show no metric rows.")  # fmt: skip
 
 with st.expander("Why tasks are left out (NULL reasons)"):
-    st.dataframe(pd.DataFrame(sorted(NULL_REASONS.items()), columns=["reason", "meaning"]), hide_index=True)
+    show_table(pd.DataFrame(sorted(NULL_REASONS.items()), columns=["reason", "meaning"]), hide_index=True)
 
 tabs = [*q.TABLES, PARADIGMS]
 for name, tab in zip(tabs, state.url_tabs(tabs, "table"), strict=True):
@@ -89,7 +88,7 @@ for name, tab in zip(tabs, state.url_tabs(tabs, "table"), strict=True):
                 with col:
                     st.markdown(f"**{paradigm.replace('_', ' ')}**")
                     part = view[view["paradigm"] == paradigm]
-                    st.dataframe(part[["run", "success", *[m.upper() for m in q.PARADIGM_METRICS]]],
+                    show_table(part[["run", "success", *[m.upper() for m in q.PARADIGM_METRICS]]],
                                  hide_index=True)  # fmt: skip
             table_downloads(st, view.drop(columns=["success", *[m.upper() for m in q.PARADIGM_METRICS]]),
                             "planning-paradigms")  # fmt: skip
@@ -113,7 +112,7 @@ for name, tab in zip(tabs, state.url_tabs(tabs, "table"), strict=True):
                           shown[["delta", "delta_ci_low", "delta_ci_high", "paired_n"]].itertuples(index=False)])  # fmt: skip
         st.caption("Every row: *n* (or *tasks*) = the tasks behind its figure; *left_out* = the run's tasks it "
                    "leaves out, *left_out_why* = why, by reason (see the reasons above).")  # fmt: skip
-        st.dataframe(shown, hide_index=True,
+        show_table(shown, hide_index=True,
                      column_config={c: st.column_config.NumberColumn(c, format="%.3f")
                                     for c in shown.columns if shown[c].dtype.kind == "f"})  # fmt: skip
         table_downloads(st, table, f"{name.replace(' ', '-').lower()}-{gold or 'success'}-{judge or ''}")

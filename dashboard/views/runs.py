@@ -8,12 +8,16 @@ import streamlit as st
 from core.queries import runs as q
 from dashboard import state
 from dashboard.charts import success_by_site
+from dashboard.components import failures_by_cause
 from dashboard.components.formatting import rate_with_ci
+from dashboard.components.tables import show_table
 from dashboard.db import db_path, fingerprint, read
 from dashboard.text import clip
 
 st.title("Runs")
 runs = read(q.runs_table)
+if runs is not None and not runs.empty:
+    failures_by_cause.render()
 if runs is None:
     st.stop()
 if runs.empty:
@@ -23,6 +27,7 @@ if runs.empty:
     )
     st.stop()
 
+st.subheader("Every run")
 st.caption(
     f"{len(runs)} runs in `{db_path().name}`. Success rate = successes / scored tasks, with its 95 % "
     "Wilson interval; unscored tasks are left out and counted in *tasks − scored*. Select a row to triage it."
@@ -32,10 +37,12 @@ table = runs.assign(
     metrics=runs["metrics"].fillna("none"),
 )[["run", "success", "tasks", "scored", "failures", "errors", "import_problems", "agent", "model",
    "paradigm", "source", "verdict_sources", "metrics"]]  # fmt: skip
-picked = st.dataframe(
-    table, hide_index=True, on_select="rerun", selection_mode="single-row",
+picked = show_table(
+    table, wrap=True, on_select="rerun", selection_mode="single-row",
     key=f"runs-table-{hash(fingerprint())}",
     column_config={
+        "run": st.column_config.TextColumn("run", width="medium"),
+        "model": st.column_config.TextColumn("model", width="medium"),
         "success": st.column_config.TextColumn("success rate [95 % CI]", help="successes / scored tasks"),
         "import_problems": st.column_config.NumberColumn("import problems"),
         "verdict_sources": st.column_config.TextColumn("verdict source", help="who decided pass/fail"),

@@ -21,6 +21,7 @@ from dashboard.components import (
 )
 from dashboard.components.formatting import verdict_label
 from dashboard.db import read
+from dashboard.text import escape_md
 
 run, task_id = state.param("run"), state.int_param("task")
 
@@ -30,6 +31,12 @@ def _back_to_triage(label: str = "Back to triage") -> None:
     st.page_link(state.TRIAGE_PAGE, label=label, icon=":material/arrow_back:", query_params=params)
 
 
+raw_task = state.param("task")
+if raw_task is not None and task_id is None:
+    st.title("Task review")
+    st.error(f"This link is bad: task {escape_md(raw_task, 40)} is not a task id (a whole number).")
+    _back_to_triage("Open triage")
+    st.stop()
 if not run or task_id is None:
     st.title("Task review")
     st.info("Pick a task in Triage: this page shows one task of one run (`?run=…&task=…`).")

@@ -11,6 +11,7 @@ from dashboard import state
 from dashboard.components import labels_panel
 from dashboard.components.formatting import VERDICT_ICONS
 from dashboard.components.run_picker import pick_run
+from dashboard.components.tables import WRAP_ROW_HEIGHT, show_table
 from dashboard.db import read, read_only
 
 st.title("Triage")
@@ -69,13 +70,13 @@ if writable:
         for r in shown.rows
     ])  # fmt: skip
 # Keyed by the filter: a selection made in another filtered list never lands on this one's rows.
-picked = st.dataframe(
-    view, hide_index=True, on_select="rerun", height=min(38 + 35 * len(view), 720), placeholder="–", selection_mode="single-row", key=f"triage-{run}-{flt.fingerprint()}",
+picked = show_table(
+    view, wrap=True, on_select="rerun", height=min(38 + WRAP_ROW_HEIGHT * len(view), 720), selection_mode="single-row", key=f"triage-{run}-{flt.fingerprint()}",
     column_order=("task_id", "site", "verdict", "explanation", "failing_evaluators", "intent", "task_type", "termination", "steps",
                   "has_gold", *(("write_gold",) if writable else ()), "ssr", "ear", "metrics_stale", "cannot_pass", "disagrees", "label", "problems", "verdict_source"),
     column_config={
         "task_id": st.column_config.NumberColumn("task", format="%d", width="small"),
-        "intent": st.column_config.TextColumn("intent", width="medium"),
+        "intent": st.column_config.TextColumn("intent", width="large"),
         "verdict_source": st.column_config.TextColumn("source", help="who decided the verdict"),
         "failing_evaluators": st.column_config.TextColumn("failing evaluators"),
         "explanation": st.column_config.TextColumn("why it failed", width="large"),

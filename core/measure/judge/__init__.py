@@ -26,6 +26,10 @@ KINDS: tuple[Kind, ...] = ("gold_vs_agent", "agent_vs_agent", "stated_vs_execute
 STAGES: tuple[str, ...] = ("rule", "lexical", "embedding", "llm", "offline", "none")
 
 
+# The judge's verdict in words, the same on every page and in the CLI.
+VERDICT_WORDS = {True: "same", False: "different", None: "could not answer"}
+
+
 @dataclass(frozen=True)
 class Pair:
     kind: Kind
@@ -44,7 +48,7 @@ class Verdict:
 
     @property
     def label(self) -> str:
-        return {True: "equivalent", False: "different", None: "unresolved"}[self.verdict]
+        return VERDICT_WORDS[self.verdict]
 
 
 class Judge(Protocol):

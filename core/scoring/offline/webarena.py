@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, urlparse
 
 from nltk.tokenize import word_tokenize
 
-from core.scoring.explanations import clip, quoted, short_url
+from core.scoring.explanations import clip, difference_note, quoted, short_url
 from core.scoring.offline.urls import canonical_url
 
 OR = " |OR| "
@@ -284,8 +284,12 @@ def url_match(reference_url: Any, last_url: str | None, url_note: str | None = N
             {"assertion_name": f"query {key}", "status": _status(ok), "assertion_msgs": sorted(values)}
         )
         if not ok:
-            got = ", ".join(pred_query.get(key, [])) or "none"
-            missing.append(f"{key}={' or '.join(sorted(values))} (page has {clip(got, 40)})")
+            got = pred_query.get(key, [])
+            shown_got = " or ".join(quoted(g, 40) for g in got) or "none"
+            note = next((n for v in values for g in got if (n := difference_note(v, g))), "")
+            missing.append(
+                f"{key}={' or '.join(quoted(v, 40) for v in sorted(values))} (page has {shown_got}{note})"
+            )
     if base_ok and not missing:
         out.status, out.passed = "success", f"the last page {short_url(pred)} matches {shown}"
         return out

@@ -1,0 +1,107 @@
+"""The latest run's failures grouped by what is known about their cause today: the failing evaluator and
+the shape of its sentence (values left out: "must include '…'; the agent answered '…'"), else how the
+attempt ended. The landing page lists these groups, each task one click from its task page.
+
+`FailureItem` is one failed task; a later diagnosis (suggested causes with evidence) adds its cause to the
+item and may group on it — `group_failures` takes the key function.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from core.queries.runs import run_names, verdicts_sql
+from core.store import Store
+
+_QUOTED = re.compile(r"(?<!\w)'.*?'(?!\w)|(?<!\w)\".*?\"(?!\w)")
+_URL = re.compile(r"\b(?:https?://|__[A-Z_]+__)\S*")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?![\w.])")
+_EVENT = re.compile(r"\(event \d+\)")
+
+
+@dataclass(frozen=True)
+class FailureItem:
+    """One failed (or errored) task of the run."""
+
+    task_id: int
+    site: str | None
+    verdict: str
+    """`failure` or `error`."""
+    sentence: str | None
+    """The task's one plain sentence (the explanation, else the evaluation error)."""
+    failing_evaluators: str | None
+    """The evaluators that did not succeed, comma-joined."""
+    termination: str | None
+    """How the attempt ended (`answered`, `early_stop`, ...)."""
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """Failed tasks sharing what is known of their cause."""
+
+    cause: str
+    """The shared cause in words: the sentence's shape (values as …), else how the attempt ended."""
+    evaluators: str | None
+    """The failing evaluators the group's tasks share, if any."""
+    items: list[FailureItem] = field(default_factory=list)
+
+
+def sentence_shape(sentence: str) -> str:
+    """The first clause of a sentence with its values left out, so failures of one kind read alike:
+    quoted values and URLs become …, numbers N ("must include '…'" for every missing value)."""
+    shape = _EVENT.sub("(event N)", sentence.split("; ", 1)[0])
+    shape = _QUOTED.sub("'…'", shape)
+    shape = _URL.sub("…", shape)
+    shape = _NUMBER.sub("N", shape)
+    shape = re.sub(r"('…'(?:, '…')+)( and N more)?", "'…'", shape)
+    return " ".join(shape.split())
+
+
+def _cause(item: FailureItem) -> tuple[str, str | None]:
+    if item.sentence and item.sentence.strip():
+        return sentence_shape(item.sentence), item.failing_evaluators
+    ending = item.termination or "not recorded"
+    return f"no explanation recorded; the attempt ended: {ending}", item.failing_evaluators
+
+
+def group_failures(
+    items: list[FailureItem], key: Callable[[FailureItem], tuple[str, str | None]] = _cause
+) -> list[FailureGroup]:
+    """Items grouped by `key` (cause, evaluators), biggest group first, tasks by id."""
+    groups: dict[tuple[str, str | None], FailureGroup] = {}
+    for item in items:
+        k = key(item)
+        groups.setdefault(k, FailureGroup(cause=k[0], evaluators=k[1])).items.append(item)
+    return sorted(groups.values(), key=lambda g: (-len(g.items), g.cause))
+
+
+def latest_run(store: Store) -> str | None:
+    """The most recently imported run."""
+    names = run_names(store)
+    return names[0] if names else None
+
+
+def failures_by_cause(store: Store, run: str) -> list[FailureGroup]:
+    """The run's failed and errored tasks grouped by what is known of their cause."""
+    rows = store.query(
+        f"""
+        WITH v AS ({verdicts_sql()}),
+        failing AS (
+            SELECT task_id, string_agg(DISTINCT evaluator, ', ' ORDER BY evaluator) AS evaluators
+            FROM evaluator_results WHERE run = $run AND status <> 'success' GROUP BY task_id
+        )
+        SELECT v.task_id, k.site_key, v.verdict, coalesce(e.explanation, e.error), f.evaluators,
+               nullif(t.termination, 'none')
+        FROM v
+        LEFT JOIN tasks k ON k.task_id = v.task_id
+        LEFT JOIN evaluations e ON e.run = $run AND e.task_id = v.task_id
+        LEFT JOIN trajectories t ON t.run = $run AND t.task_id = v.task_id AND t.is_answer
+        LEFT JOIN failing f ON f.task_id = v.task_id
+        WHERE v.verdict IN ('failure', 'error')
+        ORDER BY v.task_id
+        """,
+        {"run": run},
+    )
+    return group_failures([FailureItem(*row) for row in rows])

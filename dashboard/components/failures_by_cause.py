@@ -1,0 +1,52 @@
+"""The landing page's first answer: the latest run's failures grouped by what is known of their cause,
+each task one click from its task page and its plain-sentence reason. Groups come from
+`core.queries.failures` (a later diagnosis adds its cause to the items and regroups there)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.queries import failures as q
+from dashboard import state
+from dashboard.db import read
+from dashboard.text import escape_md
+
+GROUPS = 8  # groups shown; the rest are counted and reachable through Triage
+TASKS = 10  # task links per group
+
+
+def _task_link(run: str, item: q.FailureItem) -> None:
+    sentence = item.sentence or f"ended: {item.termination or 'not recorded'}"
+    st.page_link(
+        state.TASK_PAGE, label=f"Task {item.task_id} · {escape_md(item.site or '?')} — {escape_md(sentence, 160)}",
+        query_params={"run": run, "task": str(item.task_id), "verdict": "failure"}, icon=":material/report:",
+    )  # fmt: skip
+
+
+def render() -> None:
+    run = read(q.latest_run)
+    if run is None:
+        return
+    groups = read(q.failures_by_cause, run)
+    if groups is None:
+        return
+    total = sum(len(g.items) for g in groups)
+    st.subheader(f"Why the latest run's tasks failed: {escape_md(run, 80)}")
+    if not groups:
+        st.caption("Every scored task of this run passed.")
+        return
+    st.caption(f"{total} failed tasks in {len(groups)} groups by their failing evaluator and the shape of its "
+               "sentence (values left out). Open a group, then a task: its page starts with the reason.")  # fmt: skip
+    for i, g in enumerate(groups[:GROUPS]):
+        who = f" ({escape_md(g.evaluators)})" if g.evaluators else ""
+        with st.expander(f"**{len(g.items)}** · {escape_md(g.cause, 140)}{who}", expanded=i == 0):
+            for item in g.items[:TASKS]:
+                _task_link(run, item)
+            if len(g.items) > TASKS:
+                st.caption(f"… and {len(g.items) - TASKS} more of this kind in Triage.")
+    rest = sum(len(g.items) for g in groups[GROUPS:])
+    params = {"run": run, "verdict": "failure"}
+    label = f"All {total} failed tasks in Triage" + (
+        f" ({rest} in {len(groups) - GROUPS} smaller groups)" if rest else ""
+    )
+    st.page_link(state.TRIAGE_PAGE, label=label, query_params=params, icon=":material/checklist:")

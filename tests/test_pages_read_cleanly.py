@@ -1,0 +1,196 @@
+"""The review pages read cleanly, on the demo's real runs: one percent format, one word for the judge's
+verdict, one bucket for an unrecorded termination, a label on every bar, deviation counts that agree
+with the rows below them, no Table 3 row of n=0, long text wrapped, a landing page that lists the latest
+run's failures by cause, and a Network tab whose waterfall skips idle gaps, whose static filter hides
+versioned static files and whose evaluators show the event they matched with the nearest misses."""
+
+from __future__ import annotations
+
+import re
+
+import orjson
+import pytest
+
+from core.measure import stats
+from core.measure.judge import VERDICT_WORDS
+from core.queries import alignment as qa
+from core.queries import breakdowns, compare, failures, network, paper_tables, triage
+from core.queries.runs import success_by_site
+from core.store import Store
+from dashboard.charts import rate_bars
+from dashboard.charts import success_by_site as site_chart
+from dashboard.components.tables import WRAP_ROW_HEIGHT
+
+PERCENT = re.compile(r"^\d{1,3}\.\d %$")
+
+
+@pytest.fixture
+def demo(demo_db):
+    with Store(demo_db, read_only=True) as store:
+        yield store
+
+
+def test_one_percent_format_on_the_compare_page(open_page, demo_db):
+    at = open_page(demo_db, "views/compare.py")
+    sites = next(d.value for d in at.dataframe if "delta" in d.value.columns)
+    shown = [*sites["rate_a"], *sites["rate_b"], at.metric[0].value, at.metric[1].value]
+    assert shown and all(PERCENT.match(v) for v in shown), shown  # 61.8 %, never 61.83%
+
+
+def test_bars_say_their_rate_in_the_same_format_and_a_zero_bar_has_its_label(demo):
+    per_site = success_by_site(demo, "opagent")
+    zero = per_site[(per_site["successes"] == 0) & (per_site["scored"] > 0)]
+    assert not zero.empty  # map-shopping_admin: 0 of 2
+    bar = site_chart(per_site).data[0]
+    labels = dict(zip(bar.customdata, zip(bar.text, bar.textposition, strict=True), strict=True))
+    for site in zero["site"]:
+        assert labels[site] == ("0.0 %", "outside")  # beside the empty bar, not inside it
+    assert all(PERCENT.match(t) for t in bar.text)
+    table = breakdowns.breakdowns(demo, ("opagent",))
+    for trace in rate_bars(table[table["dimension"] == "site"]).data:
+        assert all(re.match(r"^\d{1,3}\.\d % · \d+/\d+$", t) for t in trace.text)
+        assert all(
+            p == "outside"
+            for t, p in zip(trace.text, trace.textposition, strict=True)
+            if t.startswith("0.0 %")
+        )
+
+
+def test_one_word_for_the_judges_verdict(demo, demo_db):
+    view = qa.alignment_view(demo, "opagent", 786, "paper-gold")
+    assert {r.verdict for r in view.rows if r.verdict} == {VERDICT_WORDS[True]} == {"same"}
+    from typer.testing import CliRunner
+
+    from core.cli.main import app
+
+    shown = (
+        CliRunner().invoke(app, ["--db", str(demo_db), "show", "--run", "opagent", "--task", "786"]).output
+    )
+    assert "same (rule)" in shown and "equivalent" not in shown
+
+
+def test_an_unrecorded_termination_is_one_bucket(demo):
+    with_none = demo.query("SELECT count(*) FROM trajectories WHERE termination = 'none' AND is_answer")[0][0]
+    assert with_none > 0  # OpAgent files without an answer: "nothing tells how it ended"
+    table = breakdowns.breakdowns(demo, ("opagent", "agentlab-sample", "webarena-render-babelcloud"))
+    terms = table[table["dimension"] == "termination"]
+    assert "none" not in set(terms["value"])
+    bucket = terms[(terms["run"] == "opagent") & (terms["value"] == triage.NONE)]
+    rows = triage.apply_filter(
+        triage.triage_table(demo, "opagent"), triage.TriageFilter(terminations=(triage.NONE,))
+    )
+    assert int(bucket["scored"].iloc[0] + bucket["unscored"].iloc[0]) == len(rows) >= with_none
+
+
+def test_deviation_counts_agree_with_the_rows_below(demo):
+    # Tasks where the RR walk counts a deviation no step carries: the agent stopped on the gold path
+    # with gold steps left.
+    tasks = [t for (t,) in demo.query(
+        """WITH a AS (SELECT run, task_id, gold_set, judge_config, preset, alternative,
+                             count(*) FILTER (WHERE deviation) AS marked
+                      FROM alignment_steps GROUP BY ALL)
+           SELECT m.task_id FROM metrics m JOIN a USING (run, task_id, gold_set, judge_config, preset, alternative)
+           WHERE m.run = 'opagent' AND m.deviations <> a.marked ORDER BY 1 LIMIT 5""")]  # fmt: skip
+    assert tasks
+    for task_id in tasks:
+        view = qa.alignment_view(demo, "opagent", task_id, "paper-gold")
+        marked = sum("deviation" in r.marks for r in view.rows)
+        summary = view.deviation_summary
+        assert summary.startswith(
+            f"{view.metrics.deviations} deviation(s): {marked} marked on the steps below"
+        )
+        assert f"+ {view.metrics.deviations - marked} where the agent stopped with gold steps left" in summary
+
+
+def test_table_3_has_no_row_of_a_domain_a_run_never_saw(demo):
+    table = paper_tables.success_by_domain(demo, ["opagent", "wav-demo"])
+    wav = table[table["run"] == "wav-demo"]
+    assert set(wav["domain"]) == {"shopping_admin", "all"}  # its two tasks' only site
+    assert not ((table["n"] == 0) & (table["left_out"] == 0)).any()
+
+
+def test_long_run_names_and_intents_wrap(open_page, demo_db):
+    runs = open_page(demo_db)
+    triage_page = open_page(demo_db, "views/triage.py", run="opagent")
+    for at in (runs, triage_page):
+        grid = next(d for d in at.dataframe if "run" in d.value.columns or "intent" in d.value.columns)
+        assert grid.proto.row_height == WRAP_ROW_HEIGHT > 64  # Streamlit wraps cell text above 4rem rows
+
+
+def test_the_landing_page_lists_the_latest_runs_failures_by_cause(open_page, demo_db, demo):
+    run = failures.latest_run(demo)
+    groups = failures.failures_by_cause(demo, run)
+    failed = demo.query(
+        "SELECT count(*) FROM evaluations WHERE run = ? AND status IN ('failure', 'error')", [run]
+    )[0][0]
+    assert sum(len(g.items) for g in groups) == failed
+    assert groups[0].cause == "must include '…'" and len(groups[0].items) >= len(groups[1].items)
+    at = open_page(demo_db)
+    links = at.get("page_link")
+    first = groups[0].items[0]
+    assert any(p.proto.label.startswith(f"Task {first.task_id} ") for p in links)  # one click to its page
+    assert at.expander[0].label.startswith(f"**{len(groups[0].items)}** · ")
+
+
+def test_the_waterfall_skips_idle_gaps(demo):
+    events = network.events(demo, "wav-demo", 107)
+    start = events["start_ms"].astype(float)
+    end = start + events["time_ms"].fillna(0).clip(lower=1)
+    shifted, gaps = network.collapse_gaps(start.tolist(), end.tolist())
+    assert len(gaps) == 1 and 21_000 < gaps[0][1] < 22_000  # the agent idled 21 s between two pages
+    assert max(shifted) < 2_000 < max(start)  # every request within two seconds of axis
+    order = sorted(range(len(start)), key=lambda i: start.iloc[i])
+    assert [shifted[i] for i in order] == sorted(shifted)  # the order of events is kept
+
+
+def test_the_static_filter_hides_versioned_static_files(demo):
+    shown = network.events(demo, "wav-demo", 107)
+    assert not shown["url"].str.contains("/static/version").any()
+    everything = network.events(demo, "wav-demo", 107, network.EventFilter(show_static=True))
+    versioned = everything[everything["url"].str.contains("/static/version") & ~everything["is_static_asset"]]
+    assert len(versioned) > 40  # Magento templates and translations the suffix rule does not catch
+    assert network.event_count(demo, "wav-demo", 107) == {
+        "events": len(everything),
+        "static": len(everything) - len(shown),
+    }
+
+
+def test_a_network_evaluator_shows_its_event_and_the_nearest_misses(demo):
+    (matched,) = network.network_evidence(demo, "wav-navigation", 157)
+    assert matched.status == "success" and matched.chosen_is_match and matched.chosen.differences == ()
+    assert matched.chosen.url.endswith("/admin/customer/index/")
+    assert len(matched.misses) == network.MISSES and all(m.differences for m in matched.misses)
+    (failed,) = network.network_evidence(demo, "wav-navigation", 677)
+    assert failed.status == "failure" and not failed.chosen_is_match
+    (nearest,) = demo.query(
+        "SELECT nearest_event_seq FROM evaluator_results WHERE run = 'wav-navigation' AND task_id = 677"
+        " AND evaluator = 'NetworkEventEvaluator'"
+    )[0]
+    assert failed.chosen.seq == nearest
+    # The closest miss is the request that filtered the grid by "processing": everything matches but it
+    # is no page navigation, which is what the engine reads for a navigate task.
+    closest = failed.misses[0]
+    (query,) = demo.query(
+        "SELECT query FROM network_events WHERE run = 'wav-navigation' AND task_id = 677 AND seq = ?",
+        [closest.seq],
+    )[0]
+    assert orjson.loads(query)["filters[status]"] == "processing"
+    assert closest.differences == ("not a page navigation (the engine reads the last navigation)",)
+
+
+def test_compare_pairs_small_sites_without_an_interval(demo):
+    cmp = compare.compare_runs(demo, "webarena-render-babelcloud", "opagent")
+    small = cmp.per_site[cmp.per_site["n"] < stats.MIN_N_BOOTSTRAP]
+    assert not small.empty and small["ci_low"].isna().all()
+
+
+def test_small_sites_are_drawn_without_a_whisker_and_say_so(demo):
+    from dashboard.charts import deltas
+
+    cmp = compare.compare_runs(demo, "webarena-render-babelcloud", "opagent")
+    fig = deltas(cmp.per_site, "webarena-render-babelcloud", "opagent").data[0]
+    rows = cmp.per_site.sort_values(["n", "site"], ascending=[True, False]).reset_index(drop=True)
+    for i, n in enumerate(rows["n"]):
+        small = n < stats.MIN_N_BOOTSTRAP
+        assert (fig.error_x.array[i] == 0 and fig.error_x.arrayminus[i] == 0) or not small
+        assert fig.text[i] == f"n={n}" + (f", {stats.TOO_FEW}" if small else "")
