@@ -1,0 +1,241 @@
+"""The LLM client's transport against a loopback fake server (tests/fake_openai.py): what the server
+supports is detected once, the fallback never depends on an error's status alone, every request carries
+the output cap, and time is bounded per question and per call with every unresolved question counted."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI
+
+from core.errors import InputError
+from core.measure.judge import Pair
+from core.measure.judge.llm import VERDICT_MAX_TOKENS, LLMStage
+from core.measure.llm.client import LLMClient
+from core.measure.llm.config import LLMConfig
+from core.measure.llm.diagnosis import CAUSES, DiagnosisReply, FailedTask, diagnosis_kind
+from core.measure.llm.server import modes_from_openapi, server_support
+
+# /openapi.json of the real llama-cpp-python 0.3.36 server (tests/test_llm_server.py runs that server).
+LLAMA_CPP_OPENAPI = json.loads(
+    (Path(__file__).parent / "data" / "llama_cpp_python_0.3.36_openapi.json").read_text(encoding="utf-8")
+)
+
+
+def config(fake: FakeOpenAI, **overrides) -> LLMConfig:
+    values = {"base_url": fake.base_url, "api_key": "test", "model": "fake", "concurrency": 4, "timeout_s": 5.0,
+              "max_retries": 2, **overrides}  # fmt: skip
+    return LLMConfig(**values)
+
+
+def pair(token: str, n: int = 0) -> Pair:
+    return Pair("gold_vs_agent", f"Click on the '{token}' link {n}", f"Click link '{token}' {n}", "task")
+
+
+def test_detection_is_made_once_per_server_and_model():
+    with FakeOpenAI() as fake:
+        first, second = LLMStage(config(fake)), LLMStage(config(fake))
+        first.judge_many([pair("OK_EQ", 1)])
+        second.judge_many([pair("OK_EQ", 2)])
+        LLMStage(config(fake, model="other")).judge_many([pair("OK_EQ", 3)])
+    assert first.stats.detection_requests == 1 and second.stats.detection_requests == 0
+    assert len(fake.probes) == 2  # the second model is detected on its own
+    assert first.stats.mode == second.stats.mode == "json_schema"
+    assert first.stats.detected_by == "probe"  # the fake publishes no /openapi.json
+
+
+def test_llama_cpp_500_on_json_schema_falls_back_once_not_per_pair():
+    """The issue's server: json_schema answered with HTTP 500. The probe is not retried, json_object is
+    tried next and works, and the questions go out in json_object mode: one request each."""
+    pairs = [pair("OK_EQ", i) for i in range(5)]
+    with FakeOpenAI(reject_json_schema=500) as fake:
+        llm = LLMStage(config(fake))
+        verdicts = llm.judge_many(pairs)
+    assert [v.verdict for v in verdicts] == [True] * 5
+    assert [p["response_format"]["type"] for p in fake.probes] == ["json_schema", "json_object"]
+    assert len(fake.questions) == 5 and llm.stats.requests == 5
+    assert {json.dumps(q["response_format"]) for q in fake.questions} == {'{"type": "json_object"}'}
+
+
+def test_a_500_alone_is_not_taken_for_missing_schema_support():
+    """A server failing every request with 500 is unavailable, not 'without json_schema'."""
+    with FakeOpenAI() as fake:
+        llm = LLMStage(config(fake))
+        fake.handle_chat = lambda handler, body: handler._send(500, {"error": {"message": "boom"}})
+        verdicts = llm.judge_many([pair("OK_EQ", i) for i in range(3)])
+    assert [v.verdict for v in verdicts] == [None] * 3
+    assert llm.stats.unresolved == {"server unavailable": 3} and llm.stats.requests == 0
+    assert "answered no probe" in verdicts[0].rationale
+
+
+def test_openapi_of_llama_cpp_selects_json_object_with_schema():
+    assert modes_from_openapi(LLAMA_CPP_OPENAPI) == (
+        ("json_object_schema", "json_object", "text"),
+        "max_tokens",
+    )
+    with FakeOpenAI(openapi=LLAMA_CPP_OPENAPI) as fake:
+        llm = LLMStage(config(fake))
+        verdicts = llm.judge_many([pair("OK_EQ"), pair("OK_DIFF")])
+    assert [v.verdict for v in verdicts] == [True, False]
+    assert llm.stats.detected_by == "openapi+probe" and llm.stats.detection_requests == 1
+    sent = [q["response_format"] for q in fake.questions]
+    assert [f["type"] for f in sent] == ["json_object", "json_object"]
+    assert sent[0]["schema"]["required"] == ["equivalent", "rationale"]
+
+
+def test_every_request_carries_the_output_cap():
+    with FakeOpenAI() as fake:
+        LLMStage(config(fake)).judge_many([pair("OK_EQ", i) for i in range(3)])
+        LLMStage(config(fake, max_tokens=20)).judge_many([pair("OK_DIFF", 9)])
+    assert [q["max_tokens"] for q in fake.questions] == [VERDICT_MAX_TOKENS] * 3 + [20]
+    assert all(p["max_tokens"] < VERDICT_MAX_TOKENS for p in fake.probes)
+
+
+def test_reply_cut_at_the_cap_is_unresolved_and_not_cached(store):
+    with FakeOpenAI() as fake:
+        llm = LLMStage(config(fake))
+        (verdict,) = llm.judge_many([pair("LENGTH")], cache=llm.cache(store))
+    assert verdict.verdict is None and verdict.rationale.startswith("cut off at the output cap")
+    assert llm.stats.unresolved == {"cut off at the output cap": 1}
+    assert store.query("SELECT count(*) FROM judgments")[0][0] == 0
+
+
+def test_question_time_limit_covers_retries():
+    with FakeOpenAI() as fake:
+        llm = LLMStage(config(fake, timeout_s=0.3, max_retries=5, question_timeout_s=0.8))
+        started = time.monotonic()
+        (verdict,) = llm.judge_many([pair("SLOW")])
+        elapsed = time.monotonic() - started
+    assert verdict.verdict is None and verdict.rationale.startswith("timed out")
+    assert elapsed < 1.5  # five retries of 0.3 s each would take longer
+    assert 1 <= fake.hits["SLOW"] <= 3
+
+
+def test_run_time_limit_leaves_the_rest_unresolved_and_counted():
+    with FakeOpenAI() as fake:
+        llm = LLMStage(config(fake, concurrency=1, run_timeout_s=2.5))
+        llm.judge_many([pair("OK_EQ", 0)])  # detection first, outside the measured call
+        verdicts = llm.judge_many([pair("SLOW", i) for i in range(5)])
+    assert [v.verdict for v in verdicts].count(True) == 1
+    assert llm.stats.unresolved == {"run time limit": 4}
+    assert "4 could not decide (4 run time limit)" in llm.stats.line()
+    assert fake.hits["SLOW"] == 2  # the rest were never sent
+
+
+def test_a_server_that_stopped_answering_is_not_asked_any_more():
+    with FakeOpenAI() as fake:
+        llm = LLMStage(config(fake, concurrency=1, timeout_s=0.2, max_retries=0))
+        llm.judge_many([pair("OK_EQ", 0)])
+        verdicts = llm.judge_many([pair("SLOW", i) for i in range(20)])
+    assert all(v.verdict is None for v in verdicts)
+    assert llm.stats.unresolved == {"timed out": 8, "server stopped answering": 12}
+    assert fake.hits["SLOW"] == 8
+
+
+def test_unreachable_server_leaves_every_question_unresolved_at_once():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        base_url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    llm = LLMStage(LLMConfig(base_url=base_url, api_key="x", model="m", timeout_s=2.0))
+    started = time.monotonic()
+    verdicts = llm.judge_many([pair("OK_EQ", i) for i in range(10)])
+    assert time.monotonic() - started < 5
+    assert all(v.verdict is None and v.rationale.startswith("server unavailable") for v in verdicts)
+    assert llm.stats.could_not_decide == 10
+
+
+def test_configured_mode_skips_detection():
+    with FakeOpenAI() as fake:
+        env = {"TRAJREVIEW_LLM_MODEL": "fake", "TRAJREVIEW_LLM_BASE_URL": fake.base_url,
+               "TRAJREVIEW_LLM_MODE": "json_object"}  # fmt: skip
+        llm = LLMStage(LLMConfig.from_env(env))
+        (verdict,) = llm.judge_many([pair("OK_DIFF")])
+    assert verdict.verdict is False and fake.probes == [] and llm.stats.detected_by == "configured"
+    assert fake.questions[0]["response_format"] == {"type": "json_object"}
+
+
+def test_config_from_env_reads_the_bounds_and_names_bad_values():
+    env = {"TRAJREVIEW_LLM_MODEL": "m", "TRAJREVIEW_LLM_QUESTION_TIMEOUT": "30", "TRAJREVIEW_LLM_RUN_TIMEOUT": "0",
+           "TRAJREVIEW_LLM_MAX_TOKENS": "64", "TRAJREVIEW_LLM_MODE": "parse"}  # fmt: skip
+    loaded = LLMConfig.from_env(env)
+    assert (loaded.question_timeout_s, loaded.run_timeout_s, loaded.max_tokens) == (30.0, 0.0, 64)
+    assert loaded.mode == "json_schema" and LLMConfig.from_env({"TRAJREVIEW_LLM_MODEL": "m"}).mode == "auto"
+    with pytest.raises(InputError, match="TRAJREVIEW_LLM_MODE"):
+        LLMConfig.from_env({"TRAJREVIEW_LLM_MODEL": "m", "TRAJREVIEW_LLM_MODE": "xml"})
+    with pytest.raises(InputError, match="TRAJREVIEW_LLM_TIMEOUT"):
+        LLMConfig.from_env({"TRAJREVIEW_LLM_MODEL": "m", "TRAJREVIEW_LLM_TIMEOUT": "soon"})
+
+
+def test_a_new_kind_plugs_in_with_its_own_schema_and_cache(store):
+    """The diagnosis kind goes through the same client: its schema is sent, its answer parsed and cached."""
+    kinds = {"diagnosis": diagnosis_kind()}
+    task = FailedTask(
+        "Find the cheapest blue shirt", "search 'blue shirt'; answer N/A", "must include '19.99'"
+    )
+    with FakeOpenAI() as fake:
+        answer = json.dumps({"reasoning": "The agent gave up.", "cause": "gave_up"})
+        fake.answer_for = lambda token: answer
+        client = LLMClient(config(fake))
+        (first,) = client.ask_many([task], kinds, cache=_cache(store, kinds))
+        (second,) = LLMClient(config(fake)).ask_many([task], kinds, cache=_cache(store, kinds))
+    assert first.reply == second.reply == DiagnosisReply(reasoning="The agent gave up.", cause="gave_up")
+    assert second.cached and len(fake.questions) == 1
+    schema = fake.questions[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["cause"]["enum"] == list(CAUSES)
+    assert store.query("SELECT kind, verdict, rationale FROM judgments") == [
+        ("diagnosis", None, "The agent gave up.")
+    ]
+
+
+def test_server_support_is_not_cached_when_the_server_cannot_be_used():
+    with FakeOpenAI() as fake:
+        fake.handle_chat = lambda handler, body: handler._send(401, {"error": {"message": "bad key"}})
+        cfg = config(fake, model="locked")
+        with pytest.raises(Exception, match="HTTP 401"):
+            server_support(cfg)
+        del fake.handle_chat  # the key works again: the next call detects afresh
+        support, requests = server_support(cfg)
+    assert support.mode == "json_schema" and requests == 1
+
+
+def _cache(store, kinds):
+    from core.measure.llm.cache import JudgmentCache
+
+    return JudgmentCache(store, model="fake", kinds=kinds)
+
+
+def test_verdicts_cached_before_the_answer_column_are_still_hits(tmp_path, monkeypatch):
+    """Migration llm_answers rebuilds the answer of verdicts cached by an older trajreview."""
+    import core.store as store_module
+    from core.store import Store, migrations, utcnow
+
+    shipped = migrations()
+    before = shipped[: [name for _, name, _ in shipped].index("llm_answers")]
+    monkeypatch.setattr(store_module, "migrations", lambda: before)
+    with FakeOpenAI() as fake:
+        llm = LLMStage(config(fake))
+        cached, fresh = pair("OK_DIFF", 1), pair("OK_EQ", 2)
+        with Store(tmp_path / "old.duckdb") as old:
+            key = llm.cache(old).key(cached)
+            old.cursor().execute(
+                "INSERT INTO judgments (key, kind, a, b, context, verdict, score, source, model, judge_version,"
+                " prompt_version, rationale, created_at) VALUES (?, ?, ?, ?, ?, false, 0.0, 'llm', 'fake', '1', ?, 'old', ?)",
+                [
+                    key,
+                    cached.kind,
+                    cached.a,
+                    cached.b,
+                    cached.context,
+                    llm.kinds[cached.kind].version,
+                    utcnow(),
+                ],
+            )
+        monkeypatch.setattr(store_module, "migrations", lambda: shipped)
+        with Store(tmp_path / "old.duckdb") as migrated:
+            verdicts = llm.judge_many([cached, fresh], cache=llm.cache(migrated))
+    assert [(v.verdict, v.rationale) for v in verdicts] == [(False, "old"), (True, "fake")]
+    assert len(fake.questions) == 1 and llm.stats.cache_hits == 1
