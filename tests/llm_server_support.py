@@ -37,7 +37,9 @@ class RunningServer:
 
     def chat_requests(self, status: int | None = None) -> int:
         """Chat completions the server answered so far (with `status`: only those), from its access log."""
-        codes = re.findall(r'"POST /v1/chat/completions HTTP/[\d.]+" (\d{3})', self.log.read_text(errors="replace"))
+        codes = re.findall(
+            r'"POST /v1/chat/completions HTTP/[\d.]+" (\d{3})', self.log.read_text(errors="replace")
+        )
         return sum(1 for code in codes if status is None or int(code) == status)
 
 

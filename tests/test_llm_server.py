@@ -115,7 +115,9 @@ def test_cascade_on_real_pairs_answers_in_json_mode_and_caches(server, opagent):
 
 def test_diagnosis_of_a_failed_task_is_parsed_and_cached(server, opagent):
     (intent,) = opagent.query("SELECT intent FROM tasks WHERE task_id = ?", [FAILED])[0]
-    (why,) = opagent.query("SELECT explanation FROM evaluations WHERE run = 'opagent' AND task_id = ?", [FAILED])[0]
+    (why,) = opagent.query(
+        "SELECT explanation FROM evaluations WHERE run = 'opagent' AND task_id = ?", [FAILED]
+    )[0]
     steps = opagent.query(
         "SELECT coalesce(readable, executed_action) FROM steps WHERE run = 'opagent' AND task_id = ? ORDER BY idx",
         [FAILED],

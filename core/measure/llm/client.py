@@ -32,6 +32,7 @@ from core.measure.llm.server import (
     first_line,
     json_object,
     request_body,
+    sampling,
     server_support,
 )
 from core.progress import ProgressCallback
@@ -205,7 +206,9 @@ class LLMClient:
         import openai
 
         cap = self.config.max_tokens or kind.max_tokens
-        body = request_body(support.mode, support.token_param, cap, kind.answer_schema(), kind.name)
+        body = sampling(support.temperature) | request_body(
+            support.mode, support.token_param, cap, kind.answer_schema(), kind.name
+        )
         sent = messages(kind, kind.prompt, question)
         attempt = 0
         while True:
@@ -214,7 +217,7 @@ class LLMClient:
             timeout = max(0.001, min(self.config.timeout_s, deadline - time.monotonic()))
             try:
                 completion = await client.chat.completions.create(
-                    model=self.config.model, messages=sent, temperature=0, extra_body=body, timeout=timeout
+                    model=self.config.model, messages=sent, extra_body=body, timeout=timeout
                 )
             except openai.APIStatusError as exc:
                 failure = _unresolved(SERVER_ERROR, f"HTTP {exc.status_code}: {first_line(exc)}")

@@ -50,6 +50,7 @@ class ServerSupport:
     modes: tuple[str, ...]  # response modes the server accepts, best first
     token_param: str  # the output cap's name: max_tokens, or max_completion_tokens
     detected_by: str  # openapi+probe | probe | configured
+    temperature: bool = True  # send temperature 0 (some reasoning models accept only their default)
 
     @property
     def mode(self) -> str:
@@ -78,18 +79,24 @@ def _detect(config: LLMConfig) -> tuple[ServerSupport, int]:
     candidates = published[0] if published else ("json_schema", "json_object", "text")
     token_param = published[1] if published else "max_tokens"
     client = _probe_client(config)
-    requests, refusals = 0, []
+    requests, refusals, temperature = 0, [], True
     try:
         for mode in candidates:
-            outcome, detail = _probe(client, config, mode, token_param)
-            requests += 1
-            if outcome == "token_param":  # the server names the cap it wants instead: try that once
-                token_param = "max_completion_tokens"
-                outcome, detail = _probe(client, config, mode, token_param)
+            for _ in range(3):
+                outcome, detail = _probe(client, config, mode, token_param, temperature)
                 requests += 1
+                # The server names a parameter it does not take (OpenAI's reasoning models): drop or rename
+                # it, once each, and ask again.
+                if outcome == "token_param" and token_param == "max_tokens":
+                    token_param = "max_completion_tokens"
+                elif outcome == "temperature" and temperature:
+                    temperature = False
+                else:
+                    break
             if outcome == "ok":
                 modes = tuple(m for m in candidates if MODES.index(m) >= MODES.index(mode))
-                return ServerSupport(modes, token_param, "openapi+probe" if published else "probe"), requests
+                how = "openapi+probe" if published else "probe"
+                return ServerSupport(modes, token_param, how, temperature), requests
             if outcome == "unavailable":
                 raise ServerUnavailable(detail)
             refusals.append(f"{mode}: {detail}")
@@ -106,6 +113,11 @@ def _probe_client(config: LLMConfig):
     )
 
 
+def sampling(temperature: bool) -> dict[str, Any]:
+    """Temperature 0 (the same question, the same answer) where the model accepts it."""
+    return {"temperature": 0} if temperature else {}
+
+
 def request_body(mode: str, token_param: str, max_tokens: int, schema: dict[str, Any], name: str) -> dict:
     """The request fields that ask for the answer's shape and cap its length."""
     body: dict[str, Any] = {token_param: max_tokens}
@@ -120,21 +132,23 @@ def request_body(mode: str, token_param: str, max_tokens: int, schema: dict[str,
     return body
 
 
-def _probe(client, config: LLMConfig, mode: str, token_param: str) -> tuple[str, str]:
-    """ok | refused | token_param | unavailable, and a one-line detail."""
+def _probe(client, config: LLMConfig, mode: str, token_param: str, temperature: bool) -> tuple[str, str]:
+    """ok | refused | token_param | temperature | unavailable, and a one-line detail."""
     import openai
 
+    body = request_body(mode, token_param, _PROBE_MAX_TOKENS, _PROBE_SCHEMA, "probe")
     try:
         completion = client.chat.completions.create(
-            model=config.model, messages=_PROBE_MESSAGES, temperature=0,
-            extra_body=request_body(mode, token_param, _PROBE_MAX_TOKENS, _PROBE_SCHEMA, "probe"),
-        )  # fmt: skip
+            model=config.model, messages=_PROBE_MESSAGES, extra_body=sampling(temperature) | body
+        )
     except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
         return "unavailable", f"HTTP {exc.status_code}: {first_line(exc)}"
     except openai.APIStatusError as exc:
         text = str(exc)
-        if token_param == "max_tokens" and "max_tokens" in text and "max_completion_tokens" in text:
+        if exc.status_code == 400 and "max_tokens" in text and "max_completion_tokens" in text:
             return "token_param", first_line(exc)
+        if exc.status_code == 400 and "temperature" in text and "max_tokens" not in text:
+            return "temperature", first_line(exc)
         return "refused", f"HTTP {exc.status_code}: {first_line(exc)}"
     except openai.APIError as exc:  # connection refused, timeout, an unreadable response
         return "unavailable", f"{type(exc).__name__}: {first_line(exc)}"
