@@ -117,8 +117,8 @@ def test_question_time_limit_covers_retries():
 
 def test_run_time_limit_leaves_the_rest_unresolved_and_counted():
     with FakeOpenAI() as fake:
+        LLMStage(config(fake)).judge_many([pair("OK_EQ", 0)])  # the detection (and openai's import) first
         llm = LLMStage(config(fake, concurrency=1, run_timeout_s=2.5))
-        llm.judge_many([pair("OK_EQ", 0)])  # detection first, outside the measured call
         verdicts = llm.judge_many([pair("SLOW", i) for i in range(5)])
     assert [v.verdict for v in verdicts].count(True) == 1
     assert llm.stats.unresolved == {"run time limit": 4}
@@ -139,7 +139,7 @@ def test_a_server_that_stopped_answering_is_not_asked_any_more(concurrency):
     timed_out = llm.stats.unresolved["timed out"]
     assert stop_after <= timed_out < stop_after + concurrency
     assert llm.stats.unresolved == {"timed out": timed_out, "server stopped answering": 40 - timed_out}
-    assert fake.hits["SLOW"] == timed_out
+    assert fake.hits["SLOW"] <= timed_out  # under load a question can time out before its request arrives
 
 
 def test_unreachable_server_leaves_every_question_unresolved_at_once():

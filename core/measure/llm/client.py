@@ -78,6 +78,7 @@ class LLMStats:
     unresolved: Counter = field(default_factory=Counter)  # category -> questions
     seconds: float = 0.0
     by_mode: Counter = field(default_factory=Counter)  # mode -> requests
+    output_tokens: int = 0  # completion tokens the server reported, summed
 
     @property
     def could_not_decide(self) -> int:
@@ -188,6 +189,10 @@ class LLMClient:
                         )
                     except TimeoutError:
                         answer = _unresolved(bound, f"no answer within {limit:.1f} s")
+                    if bound == RUN_LIMIT and (answer.problem or "").startswith(TIMED_OUT):
+                        answer = _unresolved(
+                            RUN_LIMIT, f"no answer before the call's {config.run_timeout_s:g} s ran out"
+                        )
                     category = (answer.problem or "").split(":", 1)[0]
                     silent_in_a_row = silent_in_a_row + 1 if category in _SILENT else 0
             results[i] = answer
@@ -230,6 +235,9 @@ class LLMClient:
             except openai.APIError as exc:  # a response the client could not read
                 return _unresolved(MALFORMED, first_line(exc))
             else:
+                self.stats.output_tokens += (
+                    getattr(getattr(completion, "usage", None), "completion_tokens", 0) or 0
+                )
                 return parse_reply(kind, completion, cap)
             attempt += 1
             if not retry or attempt > self.config.max_retries:
