@@ -6,7 +6,9 @@ replies with no choices at all, LENGTH replies with JSON cut off by the output c
 token (the client's capability probe, WebArena's fuzzy questions) is answered `{"ok": true,
 "equivalent": true, ...}`.
 
-Options: `reject_json_schema=400|500` refuses `response_format` json_schema as OpenAI-style servers (400)
+Options: `delay_s` before every answer; `one_slot` answers one request at a time (the others wait, as on a
+single-slot llama.cpp server, which drops those whose client gave up: `client_timeout_s`);
+`reject_json_schema=400|500` refuses `response_format` json_schema as OpenAI-style servers (400)
 or llama-cpp-python (500, with its validation message) do; `openapi` is served at /openapi.json
 (404 otherwise).
 """
@@ -38,9 +40,12 @@ class _Server(ThreadingHTTPServer):
 
 class FakeOpenAI:
     def __init__(
-        self, *, delay_s: float = 0.0, reject_json_schema: int | None = None, openapi: dict | None = None
-    ):
+        self, *, delay_s: float = 0.0, reject_json_schema: int | None = None, openapi: dict | None = None,
+        one_slot: bool = False, client_timeout_s: float | None = None,
+    ):  # fmt: skip
         self.delay_s = delay_s
+        self.slot = threading.Lock() if one_slot else None  # one request at a time, the others queue
+        self.client_timeout_s = client_timeout_s
         self.reject_json_schema = reject_json_schema
         self.openapi = openapi
         self.hits: Counter[str | None] = Counter()
@@ -147,7 +152,15 @@ class FakeOpenAI:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            if self.delay_s:
+            if self.slot is not None:
+                queued = time.monotonic()
+                with self.slot:
+                    # llama-cpp-python drops a queued request whose client has gone; here: whose client's
+                    # timeout has passed.
+                    if self.client_timeout_s and time.monotonic() - queued > self.client_timeout_s:
+                        return handler._send(400, {"error": {"message": "Client closed request"}})
+                    time.sleep(self.delay_s)
+            elif self.delay_s:
                 time.sleep(self.delay_s)
             schema = (body.get("response_format") or {}).get("type") == "json_schema"
             if self.reject_json_schema == 500 and schema:

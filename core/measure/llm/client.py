@@ -9,7 +9,10 @@ capped to its kind's answer length, each question and each call bounded in time,
 - A question that is not answered within `question_timeout_s`, or before the call's `run_timeout_s`
   runs out, or whose reply does not parse against its kind's schema (cut off, malformed, refused), is
   **unresolved**: an `Answer` with `reply=None` and the reason, never cached.
-- When many questions in a row got no answer at all (timeouts, lost connections), the rest are not sent.
+- Questions in flight are as many as the server answers in time: the window halves after a question got
+  no reply in time (a single-slot server queues requests, and the later ones would wait past their
+  timeout) and grows back as answers come. When the server has not replied at all for twice a
+  question's time limit, the rest are not sent.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ SERVER_ERROR = "server error"
 NO_CONNECTION = "no connection"
 SERVER_UNAVAILABLE = "server unavailable"
 SERVER_STOPPED = "server stopped answering"
-_SILENT = frozenset({TIMED_OUT, NO_CONNECTION})  # no answer at all: what the stop rule counts
+_SILENT = frozenset({TIMED_OUT, NO_CONNECTION})  # no reply at all from the server
 
 
 @dataclass(frozen=True)
@@ -156,22 +159,25 @@ class LLMClient:
 
         config = self.config
         run_deadline = started + config.run_timeout_s if config.run_timeout_s > 0 else float("inf")
-        stop_after = max(8, 2 * config.concurrency)
-        semaphore = asyncio.Semaphore(max(1, config.concurrency))
+        stall_s = 2 * config.question_timeout_s
+        window = _Window(max(1, config.concurrency))
         results: list[Answer | None] = [None] * len(questions)
-        silent_in_a_row = 0
+        last_reply = time.monotonic()  # the last time the server replied at all
         done = 0
         client = openai.AsyncOpenAI(
             base_url=config.base_url, api_key=config.api_key, timeout=config.timeout_s, max_retries=0
         )
 
         async def one(i: int, question: Question) -> None:
-            nonlocal silent_in_a_row, done
-            async with semaphore:
-                remaining = run_deadline - time.monotonic()
-                if silent_in_a_row >= stop_after:
+            nonlocal last_reply, done
+            await window.acquire()
+            silent = False
+            try:
+                now = time.monotonic()
+                remaining = run_deadline - now
+                if now - last_reply > stall_s:
                     answer = _unresolved(
-                        SERVER_STOPPED, f"not sent after {silent_in_a_row} questions in a row got no answer"
+                        SERVER_STOPPED, f"not sent: no reply from the server for {now - last_reply:.0f} s"
                     )
                 elif remaining <= 0:
                     answer = _unresolved(
@@ -182,19 +188,20 @@ class LLMClient:
                     bound = RUN_LIMIT if remaining < config.question_timeout_s else TIMED_OUT
                     try:
                         answer = await asyncio.wait_for(
-                            self._ask_one(
-                                client, question, kinds[question.kind], support, time.monotonic() + limit
-                            ),
-                            limit,
+                            self._ask_one(client, question, kinds[question.kind], support, now + limit), limit
                         )
                     except TimeoutError:
                         answer = _unresolved(bound, f"no answer within {limit:.1f} s")
-                    if bound == RUN_LIMIT and (answer.problem or "").startswith(TIMED_OUT):
+                    category = (answer.problem or "").split(":", 1)[0]
+                    silent = category in _SILENT
+                    if bound == RUN_LIMIT and category == TIMED_OUT:
                         answer = _unresolved(
                             RUN_LIMIT, f"no answer before the call's {config.run_timeout_s:g} s ran out"
                         )
-                    category = (answer.problem or "").split(":", 1)[0]
-                    silent_in_a_row = silent_in_a_row + 1 if category in _SILENT else 0
+                    if not silent and category != RUN_LIMIT:
+                        last_reply = time.monotonic()
+            finally:
+                await window.release(silent=silent)
             results[i] = answer
             done += 1
             on_progress(done, len(questions))
@@ -250,6 +257,34 @@ class LLMClient:
             if time.monotonic() + delay >= deadline:
                 return failure
             await asyncio.sleep(delay)
+
+
+class _Window:
+    """How many questions may be in flight: the configured concurrency, halved after a question got no
+    reply in time (a server that queues requests, such as a single-slot one, makes the later ones wait
+    past their timeout), grown back by one after as many answers as the window holds."""
+
+    def __init__(self, size: int):
+        self.largest = self.size = size
+        self.in_flight = 0
+        self.credit = 0
+        self.changed = asyncio.Condition()
+
+    async def acquire(self) -> None:
+        async with self.changed:
+            await self.changed.wait_for(lambda: self.in_flight < self.size)
+            self.in_flight += 1
+
+    async def release(self, *, silent: bool) -> None:
+        async with self.changed:
+            self.in_flight -= 1
+            if silent:
+                self.size, self.credit = max(1, self.size // 2), 0
+            elif self.size < self.largest:
+                self.credit += 1
+                if self.credit >= self.size:
+                    self.size, self.credit = self.size + 1, 0
+            self.changed.notify_all()
 
 
 def _retry_after(exc) -> float | None:
