@@ -142,6 +142,18 @@ def test_a_server_that_stopped_answering_is_not_asked_any_more():
     )
 
 
+def test_questions_sent_together_time_out_rather_than_find_the_server_stopped():
+    """The real-server run of a 0.05 s question limit found all 4 questions 'server stopped answering' and
+    sent none: the silence was counted from before the client was set up. It counts from the first
+    question sent, and only once a question went unanswered."""
+    with FakeOpenAI() as fake:
+        LLMStage(config(fake)).judge_many([pair("OK_EQ", 0)])
+        llm = LLMStage(config(fake, concurrency=8, question_timeout_s=0.001, max_retries=0))
+        verdicts = llm.judge_many([pair("SLOW", i) for i in range(4)])
+    assert all(v.verdict is None for v in verdicts)
+    assert llm.stats.unresolved == {"timed out": 4} and llm.stats.requests == 4
+
+
 def test_a_one_slot_server_gets_fewer_questions_at_once_instead_of_timeouts():
     """Eight questions at once on a server that answers one at a time in 0.25 s: the later ones wait past
     their 1.2 s timeout. A fixed window of 8 got 4 of 24 answered here; the window shrinks after the first

@@ -162,20 +162,24 @@ class LLMClient:
         stall_s = 2 * config.question_timeout_s
         window = _Window(max(1, config.concurrency))
         results: list[Answer | None] = [None] * len(questions)
-        last_reply = time.monotonic()  # the last time the server replied at all
+        # The last time the server replied at all (at first: when the first question went out), and
+        # whether a question got no reply since: only then can the server be taken for stopped.
+        last_reply: float | None = None
+        silent_since_reply = False
         done = 0
         client = openai.AsyncOpenAI(
             base_url=config.base_url, api_key=config.api_key, timeout=config.timeout_s, max_retries=0
         )
 
         async def one(i: int, question: Question) -> None:
-            nonlocal last_reply, done
+            nonlocal last_reply, silent_since_reply, done
             await window.acquire()
             silent = False
             try:
                 now = time.monotonic()
                 remaining = run_deadline - now
-                if now - last_reply > stall_s:
+                last_reply = now if last_reply is None else last_reply
+                if silent_since_reply and now - last_reply > stall_s:
                     answer = _unresolved(
                         SERVER_STOPPED, f"not sent: no reply from the server for {now - last_reply:.0f} s"
                     )
@@ -194,12 +198,13 @@ class LLMClient:
                         answer = _unresolved(bound, f"no answer within {limit:.1f} s")
                     category = (answer.problem or "").split(":", 1)[0]
                     silent = category in _SILENT
+                    silent_since_reply = silent_since_reply or silent
                     if bound == RUN_LIMIT and category == TIMED_OUT:
                         answer = _unresolved(
                             RUN_LIMIT, f"no answer before the call's {config.run_timeout_s:g} s ran out"
                         )
                     if not silent and category != RUN_LIMIT:
-                        last_reply = time.monotonic()
+                        last_reply, silent_since_reply = time.monotonic(), False
             finally:
                 await window.release(silent=silent)
             results[i] = answer
