@@ -150,7 +150,10 @@ def test_an_answer_cut_at_the_cap_could_not_decide(server, opagent):
 
 
 def test_a_slow_answer_could_not_decide(server, opagent):
-    judge = CascadeJudge("cascade", store=opagent, llm=LLMStage(config(server, question_timeout_s=0.05)))
+    # All 4 questions go out at once: asked one after another, those after two silent ones would not be
+    # sent at all (the server would count as stopped), another way of not deciding.
+    stage = LLMStage(config(server, concurrency=4, question_timeout_s=0.05))
+    judge = CascadeJudge("cascade", store=opagent, llm=stage)
     summary = run_metrics(opagent, "opagent", "paper-gold", judge, task_ids=TASKS)
     assert summary.llm.answered == 0 and summary.llm.unresolved == {"timed out": 4}
     assert opagent.query("SELECT count(*) FROM judgments")[0][0] == 0
