@@ -8,7 +8,6 @@ import pytest
 
 from core.errors import InputError
 from core.measure.judge import Pair
-from core.measure.judge.cache import cache_key
 from core.measure.judge.cascade import CascadeJudge
 from core.measure.judge.lexical import score_pair
 from core.measure.judge.rules import (
@@ -19,6 +18,7 @@ from core.measure.judge.rules import (
     decide_steps,
 )
 from core.measure.judge.values import as_date, as_number
+from core.measure.llm.cache import cache_key
 
 
 @pytest.mark.parametrize(

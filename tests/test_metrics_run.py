@@ -199,6 +199,42 @@ def test_metrics_cli(store, monkeypatch):
     assert "TRAJREVIEW_LLM_MODEL" in str(refused.exception)
 
 
+def test_metrics_cli_counts_what_the_llm_could_not_decide(store, monkeypatch):
+    from fake_openai import FakeOpenAI
+    from typer.testing import CliRunner
+
+    from core.cli.main import app
+
+    _table1_run(store)
+    path = store.path
+    store.close()
+    with FakeOpenAI() as fake:
+        chat = fake.handle_chat
+
+        def prose_about_smartphones(handler, body):  # every question about that step gets prose, not JSON
+            if "Smartphones" not in body["messages"][-1]["content"]:
+                return chat(handler, body)
+            with fake.lock:
+                fake.requests.append(body)
+            return handler._send(200, fake.completion("They look alike to me."))
+
+        fake.handle_chat = prose_about_smartphones
+        monkeypatch.setenv("TRAJREVIEW_LLM_MODEL", "fake")
+        monkeypatch.setenv("TRAJREVIEW_LLM_BASE_URL", fake.base_url)
+        result = CliRunner().invoke(
+            app, ["--db", str(path), "metrics", "--run", "r", "--gold", "g", "--judge", "llm"]
+        )
+        malformed = sum("Smartphones" in q["messages"][-1]["content"] for q in fake.questions)
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("LLM (json_schema, probe): "))
+    asked = len(fake.questions)
+    assert (
+        f"{asked} questions asked, {asked - malformed} answered, {malformed} could not decide ({malformed} malformed)"
+        in line
+    )
+    assert malformed > 0 and "1 tasks with unresolved pairs" in result.output
+
+
 # -- pure per-task computation with a scripted judge ----------------------------------------------
 def _task(gold, agent, **extra):
     from core.measure.metrics_run import AgentStep, TaskInput

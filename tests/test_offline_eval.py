@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import importlib
 import shutil
 from pathlib import Path
 
 import orjson
 import pytest
+from fake_openai import FakeOpenAI
 
 from core.errors import TrajreviewError
 from core.ingest.agentlab import import_agentlab
 from core.ingest.opagent import import_opagent
 from core.ingest.webarena_render import import_webarena_render
+from core.measure.judge.llm import LLMStage, load_prompts
+from core.measure.llm.config import LLMConfig
 from core.scoring.offline import webarena as wa
 from core.scoring.offline.agreement import agreement
-from core.scoring.offline.fuzzy import FuzzyJudge
+from core.scoring.offline.fuzzy import KINDS, FuzzyJudge
 from core.scoring.offline.run import evaluate_run_offline
 from core.scoring.offline.urls import canonical_url
 from core.store import Store
@@ -200,33 +202,26 @@ def test_evaluate_offline_refuses_runs_with_traces(tmp_path: Path):
             evaluate_run_offline(store, "traced")
 
 
-class _FakeStage:
-    """An LLM stage answering every question 'equivalent', counting what it was asked."""
-
-    model = "fake"
-    prompts = importlib.import_module("core.scoring.offline.fuzzy").load_prompts()
-
-    def __init__(self):
-        self.asked = []
-
-    def judge_many(self, pairs, on_progress=None):
-        from core.measure.judge import Verdict
-
-        self.asked += pairs
-        return [Verdict(True, "llm", 1.0) for _ in pairs]
+def _fuzzy_stage(fake: FakeOpenAI) -> LLMStage:
+    config = LLMConfig(base_url=fake.base_url, api_key="test", model="fake", concurrency=4, timeout_s=10.0)
+    return LLMStage(config, load_prompts(kinds=KINDS))
 
 
 def test_fuzzy_questions_go_to_the_llm_once_and_are_cached(runs_db: Path, tmp_path: Path):
     path = tmp_path / "copy.duckdb"
     shutil.copy(runs_db, path)
-    with Store(path) as store:
-        stage = _FakeStage()
+    with Store(path) as store, FakeOpenAI() as fake:
+        stage = _fuzzy_stage(fake)
         summary = evaluate_run_offline(store, "babelcloud", fuzzy_judge=FuzzyJudge(store, stage))
-        assert stage.asked and {p.kind for p in stage.asked} == {"fuzzy_match", "ua_match"}
+        asked = [q["messages"][-1]["content"] for q in fake.questions]
+        assert stage.stats.answered == len(asked) > 0 and stage.stats.could_not_decide == 0
+        assert {"Student answer" in text for text in asked} == {True, False}  # fuzzy_match and ua_match
         assert summary.unresolved_reasons.get("needs_llm", 0) == 0
-        again = _FakeStage()
+        again = _fuzzy_stage(fake)
+        before = len(fake.requests)
         evaluate_run_offline(store, "babelcloud", fuzzy_judge=FuzzyJudge(store, again))
-        assert again.asked == []  # every verdict came from the judgments cache
+        assert len(fake.requests) == before  # every verdict came from the judgments cache
+        assert again.stats.cache_hits == len(asked) and again.stats.asked == 0
 
 
 def test_read_models_for_the_review_page(runs: Store):

@@ -51,6 +51,8 @@ def metrics_cmd(
     ui.console.print(
         f"decided by stage: {stages}; LLM calls {summary.llm_calls}, cache hits {summary.cache_hits}"
     )
+    if summary.llm is not None:
+        ui.console.print(summary.llm.line(), markup=False)
     if summary.approximate_tasks:
         ui.console.print(
             f"{summary.approximate_tasks} tasks approximate (ambiguous pairs settled without an LLM)"

@@ -71,7 +71,7 @@ def evaluate_offline_cmd(
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
         ui.console.print(f"{run}: {summary.tasks} tasks; offline status: {statuses}", markup=False)
         if fuzzy_judge is not None:
-            ui.console.print(f"LLM questions asked {fuzzy_judge.asked}, cache hits {fuzzy_judge.cache_hits}")
+            ui.console.print(fuzzy_judge.stage.stats.line(), markup=False)
         print_offline(store, run)
         ui.print_failures(store, run)
 

@@ -19,6 +19,7 @@ from core.errors import InputError, NotFound
 from core.measure import metrics as m
 from core.measure.action_grammar import ParsedAction, readable
 from core.measure.judge import Judge, Pair, Verdict
+from core.measure.llm.client import LLMStats
 from core.measure.requirements import ensure_requirements, requirements_by_task
 from core.progress import ProgressCallback
 from core.store import ShortLivedStore, Store, insert_rows, require_runs, utcnow
@@ -125,6 +126,7 @@ class RunSummary:
     stages: dict[str, int] = field(default_factory=dict)
     llm_calls: int = 0
     cache_hits: int = 0
+    llm: LLMStats | None = None  # what the LLM stage did, when the judge has one
     approximate_tasks: int = 0
     unresolved_tasks: int = 0
     null_reasons: Counter = field(default_factory=Counter)  # (metric, reason) -> tasks
@@ -541,6 +543,7 @@ def run_metrics(
     stats = getattr(judge, "summary", lambda: {})()
     summary.llm_calls = stats.pop("llm_calls", 0)
     summary.cache_hits = stats.pop("cache_hits", 0)
+    summary.llm = getattr(judge, "llm_stats", None)
     summary.stages = stats
     summary.pairs = sum(stats.values())
     return summary

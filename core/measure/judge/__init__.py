@@ -18,9 +18,6 @@ from typing import Literal, Protocol
 
 from core.progress import ProgressCallback
 
-# Bump when a stage's decisions change: it enters every cache key.
-JUDGE_VERSION = "1"
-
 Kind = Literal["gold_vs_agent", "agent_vs_agent", "stated_vs_executed", "requirement_in_answer"]
 KINDS: tuple[Kind, ...] = ("gold_vs_agent", "agent_vs_agent", "stated_vs_executed", "requirement_in_answer")
 STAGES: tuple[str, ...] = ("rule", "lexical", "embedding", "llm", "offline", "none")

@@ -15,15 +15,16 @@ from pathlib import Path
 
 from core.errors import InputError
 from core.measure.judge import Pair, Verdict
-from core.measure.judge.cache import JudgmentCache
 from core.measure.judge.lexical import DEFAULT_BAND, Band, score_pair, settle_offline
-from core.measure.judge.llm import LLMConfig, LLMStage, load_prompts, prompt_versions
+from core.measure.judge.llm import LLMStage, load_prompts, reply_of
 from core.measure.judge.rules import (
     decide_repeat,
     decide_requirement,
     decide_stated_vs_executed,
     decide_steps,
 )
+from core.measure.llm.client import LLMStats
+from core.measure.llm.config import LLMConfig
 from core.progress import ProgressCallback
 from core.store import ShortLivedStore, Store
 
@@ -65,17 +66,22 @@ class CascadeJudge:
         self.embeddings = embeddings
         self.band = band
         self.batch_dir = batch_dir  # when set, LLM questions go through the Batch API
-        self.cache = (
-            JudgmentCache(store, model=llm.model, prompt_versions=prompt_versions(llm.prompts))
-            if (store is not None and llm is not None)
-            else None
-        )
+        self.cache = llm.cache(store) if (store is not None and llm is not None) else None
         self.stats: Counter[str] = Counter()
-        self.cache_hits = 0
+        self._batch_cache_hits = 0
 
     @property
     def llm_calls(self) -> int:
         return self.llm.calls if self.llm else 0
+
+    @property
+    def cache_hits(self) -> int:
+        return (self.llm.stats.cache_hits if self.llm else 0) + self._batch_cache_hits
+
+    @property
+    def llm_stats(self) -> LLMStats | None:
+        """What the LLM stage did (mode, requests, answers, unresolved pairs by reason); None without one."""
+        return self.llm.stats if self.llm else None
 
     def cheap_verdict(self, pair: Pair) -> tuple[Verdict | None, float]:
         """Rule then lexical; (None, evidence) when the pair is in the ambiguous band."""
@@ -129,24 +135,22 @@ class CascadeJudge:
 
     def _ask_llm(self, pairs: list[Pair], on_progress, offset: int, total: int) -> dict[Pair, Verdict]:
         assert self.llm is not None
+        if self.batch_dir is None:
+            progress = (lambda done, _n: on_progress(offset + done, total)) if on_progress else None
+            return dict(zip(pairs, self.llm.judge_many(pairs, progress, cache=self.cache), strict=True))
         found = self.cache.get_many(pairs) if self.cache else {}
-        self.cache_hits += len(found)
+        self._batch_cache_hits += len(found)
+        verdicts = {p: Verdict(r.equivalent, "llm", 1.0 if r.equivalent else 0.0, rationale=r.rationale)
+                    for p, r in found.items()}  # fmt: skip
         missing = [p for p in pairs if p not in found]
         if missing:
-            if self.batch_dir is not None:
-                keyed = [(self.cache.key(p) if self.cache else str(i), p) for i, p in enumerate(missing)]
-                by_id = self.llm.run_batch(keyed, self.batch_dir)
-                answers = [by_id[cid] for cid, _ in keyed]
-            else:
-                progress = (
-                    (lambda done, _n: on_progress(offset + len(found) + done, total)) if on_progress else None
-                )
-                answers = self.llm.judge_many(missing, progress)
-            fresh = dict(zip(missing, answers, strict=True))
+            keyed = [(self.cache.key(p) if self.cache else str(i), p) for i, p in enumerate(missing)]
+            by_id = self.llm.run_batch(keyed, self.batch_dir)
+            fresh = {p: by_id[cid] for cid, p in keyed}
             if self.cache:
-                self.cache.put_many(fresh.items())
-            found.update(fresh)
-        return found
+                self.cache.put_many((p, reply_of(v)) for p, v in fresh.items())
+            verdicts.update(fresh)
+        return verdicts
 
     def summary(self) -> dict[str, int]:
         return {"llm_calls": self.llm_calls, "cache_hits": self.cache_hits, **dict(self.stats)}

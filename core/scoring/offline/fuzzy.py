@@ -9,24 +9,14 @@ configured (`TRAJREVIEW_LLM_MODEL`), the evaluators stay offline and these quest
 from __future__ import annotations
 
 from collections.abc import Sequence
-from string import Template
 
-from core.measure.judge import Pair, Verdict
-from core.measure.judge.cache import JudgmentCache
-from core.measure.judge.llm import LLMConfig, LLMStage, Prompt, prompt_versions
-from core.paths import PROMPTS_DIR
+from core.measure.judge import Pair
+from core.measure.judge.llm import LLMStage, load_prompts
+from core.measure.llm.config import LLMConfig
 from core.scoring.offline.webarena import FuzzyAnswer, FuzzyQuestion, TaskRecord, fuzzy_questions
 from core.store import ShortLivedStore, Store
 
 KINDS = ("fuzzy_match", "ua_match")
-
-
-def load_prompts() -> dict[str, Prompt]:
-    prompts = {}
-    for kind in KINDS:
-        first, _, body = (PROMPTS_DIR / f"{kind}.txt").read_text(encoding="utf-8").partition("\n")
-        prompts[kind] = Prompt(kind, first.split(":", 1)[1].strip(), Template(body))
-    return prompts
 
 
 def _pair(question: FuzzyQuestion) -> Pair:
@@ -39,25 +29,15 @@ class FuzzyJudge:
 
     def __init__(self, store: Store | ShortLivedStore, stage: LLMStage):
         self.stage = stage
-        self.cache = JudgmentCache(store, model=stage.model, prompt_versions=prompt_versions(stage.prompts))
-        self.asked = 0
-        self.cache_hits = 0
+        self.cache = stage.cache(store)
 
     @classmethod
     def from_env(cls, store: Store | ShortLivedStore, config: LLMConfig | None = None) -> FuzzyJudge | None:
         config = config or LLMConfig.from_env()
-        return cls(store, LLMStage(config, load_prompts())) if config else None
+        return cls(store, LLMStage(config, load_prompts(kinds=KINDS))) if config else None
 
     def prefetch(self, records: Sequence[TaskRecord]) -> FuzzyAnswer:
         questions = list(dict.fromkeys(q for r in records for q in fuzzy_questions(r)))
-        pairs = [_pair(q) for q in questions]
-        found: dict[Pair, Verdict] = self.cache.get_many(pairs)
-        self.cache_hits += len(found)
-        missing = [p for p in pairs if p not in found]
-        if missing:
-            fresh = dict(zip(missing, self.stage.judge_many(missing), strict=True))
-            self.asked += len(missing)
-            self.cache.put_many(fresh.items())
-            found.update(fresh)
-        answers = {q: found[_pair(q)].verdict for q in questions}
+        verdicts = self.stage.judge_many([_pair(q) for q in questions], cache=self.cache)
+        answers = {q: v.verdict for q, v in zip(questions, verdicts, strict=True)}
         return lambda question: answers.get(question)
