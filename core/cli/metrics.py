@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from core.cli import ui
-from core.store import require_runs
 from core.values import is_missing
 
 _FORMATS = ("table", "csv", "json")
@@ -121,6 +120,7 @@ def report_cmd(
     from core.errors import InputError
     from core.queries import paper_tables as pt
     from core.queries.compare import report_runs
+    from core.store import require_runs
 
     if fmt not in _FORMATS:
         raise InputError("--format", f"must be one of {', '.join(_FORMATS)}")
@@ -208,6 +208,7 @@ def judge_agreement_cmd(
 
 def _agreement_from_db(ctx: typer.Context, judge_config: str | None, run: str | None, fmt) -> None:
     from core.queries.annotations import judge_agreement
+    from core.store import require_runs
 
     with ui.store_from(ctx, read_only=True) as store:
         if run:

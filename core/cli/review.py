@@ -9,7 +9,6 @@ import typer
 
 from core.cli import ui
 from core.errors import InputError, NotFound
-from core.scoring.explanations import clip
 
 
 def _fmt(value: Any) -> str:
@@ -44,6 +43,8 @@ def _print(report: dict[str, Any]) -> None:
         ui.print_table("evaluators", ["#", "evaluator", "status", "sentence"],
                        [(e["idx"], e["evaluator"], e["status"], e["explanation"] or e["error"]) for e in report["evaluators"]])  # fmt: skip
     if report["steps"]:
+        from core.scoring.explanations import clip
+
         title = f"steps of attempt {report['episode']}" + (
             f" (1 of {report['attempts']})" if report["attempts"] > 1 else ""
         )

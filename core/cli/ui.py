@@ -6,17 +6,17 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import get_args
+from typing import TYPE_CHECKING, get_args
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from core.errors import InputError
-from core.ingest.records import Paradigm
+from core.ingest.paradigm import Paradigm
 from core.progress import ProgressCallback
-from core.store import ShortLivedStore, Store, open_store
+
+if TYPE_CHECKING:  # DuckDB and Arrow load when a command opens the store, not for --help
+    from core.store import ShortLivedStore, Store
 
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
 # Run names, gold-set names, file names and agent text are data: with markup off for every print, a
@@ -36,7 +36,7 @@ def _check_paradigm(value: str) -> str:
     return value
 
 
-# The --paradigm option of every import command: one list (core.ingest.records.Paradigm), one check.
+# The --paradigm option of every import command: one list (core.ingest.paradigm.Paradigm), one check.
 PARADIGM_OPTION = typer.Option(
     "--paradigm", help="Agent paradigm: " + ", ".join(PARADIGMS) + ".", callback=_check_paradigm
 )
@@ -47,6 +47,8 @@ def db_path(ctx: typer.Context) -> Path | None:
 
 
 def store_from(ctx: typer.Context, *, read_only: bool = False) -> Store:
+    from core.store import open_store
+
     return open_store(db_path(ctx), read_only=read_only)
 
 
@@ -54,6 +56,7 @@ def import_store(ctx: typer.Context) -> ShortLivedStore:
     """The store of a long import: the file is held only for each short read and the final transaction,
     so the app can save while a whole run imports (core.store.ShortLivedStore)."""
     from core.paths import default_db_path
+    from core.store import ShortLivedStore, open_store
 
     path = db_path(ctx) or default_db_path()
     with open_store(path):  # create and migrate it up front; a bad file fails before any parsing
@@ -64,6 +67,8 @@ def import_store(ctx: typer.Context) -> ShortLivedStore:
 @contextmanager
 def progress_bar(description: str) -> Iterator[ProgressCallback]:
     """A rich progress bar driven by a `(done, total)` callback that core functions accept."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn("{task.description}", markup=False, style="bold"),
         BarColumn(),
@@ -98,6 +103,7 @@ def print_problems(problems: list) -> None:
 
 def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
     # Cells and titles may hold run names or agent text: Text objects are never parsed as markup.
+    from rich.table import Table
     from rich.text import Text
 
     table = Table(title=Text(title), title_justify="left")
