@@ -14,14 +14,9 @@ from webarena_verified.core.utils.network_event_utils import load_playwright_tra
 from webarena_verified.types.tracing import NetworkEvent, NetworkTrace
 
 from core.errors import InputError
-from core.files.har import (
-    REDACTED,
-    TraceTooLarge,
-    iter_har_entries,
-    load_trace_entries,
-    network_events_table,
-    parse_trace,
-)
+from core.files.har import TraceTooLarge, iter_har_entries, load_trace_entries, parse_trace
+from core.files.network_events import network_events_table
+from core.files.redaction import REDACTED
 
 
 def _event_rows(run: str, task_id: int, entries) -> list[dict]:

@@ -20,15 +20,23 @@ from pydantic import BaseModel, Field
 
 from core.errors import InputError, Problem
 from core.files import safe_files
-from core.files.har import NETWORK_EVENTS_SCHEMA, TRACE_FILES, TraceTooLarge, parse_trace
-from core.files.parallel import map_chunks
+from core.files.har import TRACE_FILES, TraceTooLarge, parse_trace
+from core.files.network_events import FIELD_LIMIT, NETWORK_EVENTS_SCHEMA
+from core.files.parallel import WorkerPool
 from core.files.submission import AGENT_RESPONSE_FILE, run_directory
 from core.ingest.records import Paradigm, RunMeta
 from core.ingest.tasks import ensure_tasks
 from core.ingest.writer import import_run
 from core.progress import ProgressCallback
 from core.scoring.agent_response import AgentResponseCheck, agent_response_row, check_agent_response
-from core.scoring.engine import ScoringInput, config_key, load_config, score_chunk, write_scores
+from core.scoring.engine import (
+    ENGINE_MODULES,
+    ScoringInput,
+    check_config,
+    read_config,
+    score_chunk,
+    write_scores,
+)
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "wav-run"
@@ -79,18 +87,18 @@ def _redact_config(value: Any) -> Any:
     return value
 
 
-def _read_config(path: Path | None, run_dir: Path) -> dict | None:
-    """The environment config to score with: --config wins over the run's run_config.json.
+def _read_config(path: Path | None, run_dir: Path) -> tuple[dict | None, Path | None]:
+    """The environment config to score with (--config wins over the run's run_config.json) and its file.
 
-    A config the engine rejects is a whole-file error, before any work. Returned as the user wrote it
-    (stored, redacted, on `runs.config`), not in the engine's normalised form."""
+    Returned as the user wrote it (stored, redacted, on `runs.config`), not in the engine's normalised
+    form; a config the engine rejects is a whole-file error before any work (`check_config`)."""
     source = path if path is not None else run_dir / RUN_CONFIG_FILE
     if path is None and not os.path.lexists(source):
-        return None
+        return None, None
     # A run's own config must be a regular file inside it; --config is the user's own file.
     data = safe_files.read_bytes(source, "run config", root=run_dir if path is None else None)
-    load_config(source)  # one-line InputError naming the file when unreadable or rejected
-    return orjson.loads(data)
+    read_config(source)  # one-line InputError naming the file when it is not a JSON object
+    return orjson.loads(data), source
 
 
 # -- per task --------------------------------------------------------------------------------------
@@ -150,6 +158,11 @@ def _read_task(run: str, task_dir: Path, task_id: int, problems: list[Problem]) 
         detail = ", ".join(f"{n} {what}" for what, n in trace.malformed.items())
         problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="malformed_entries",
                                 message=f"task {task_id}: {detail}"))  # fmt: skip
+    if trace.truncated:
+        detail = ", ".join(f"{n} {what}" for what, n in trace.truncated.items())
+        problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="truncated_values",
+                                message=f"task {task_id}: {detail} longer than {FIELD_LIMIT:,} characters "
+                                "cut for storage (docs/limits.md); the engine judged the whole values"))  # fmt: skip
     if not trace.events.num_rows:
         problems.append(Problem(task_id=task_id, source_path=str(trace_file), kind="empty_trace",
                                 message=f"task {task_id}: the trace has no entries"))  # fmt: skip
@@ -206,20 +219,24 @@ def import_wav_run(
     path = Path(path)
     if not run.strip():
         raise InputError("--run", "must not be empty")
-    ensure_tasks(store)
-    known = {task_id for (task_id,) in store.query("SELECT task_id FROM tasks")}
-    progress = on_progress or (lambda done, total: None)
-    with run_directory(path) as (run_dir, problems):
-        config_json = _read_config(Path(config) if config is not None else None, run_dir)
+    # The workers start now: the fork server's imports (the engine) overlap what this process reads.
+    preload = (__name__, *ENGINE_MODULES) if score else (__name__,)
+    with WorkerPool(workers, preload=preload) as pool, run_directory(path) as (run_dir, problems):
+        ensure_tasks(store)
+        known = {task_id for (task_id,) in store.query("SELECT task_id FROM tasks")}
+        progress = on_progress or (lambda done, total: None)
+        config_json, config_file = _read_config(Path(config) if config is not None else None, run_dir)
         dirs = _task_dirs(run_dir, known, problems)
         if not dirs and not problems:
             raise InputError(path, "no task directories (<task_id>/agent_response.json and network.har)")
-        # Each worker reads, parses and scores its tasks: a trace is parsed once, in the process
-        # that scores it, and only compact results (Arrow tables, rows) travel back.
-        work = partial(_read_and_score_chunk, run, config_key(config_json) if score else None)
-        outcomes = map_chunks(work, [(task_id, str(task_dir)) for task_id, task_dir in dirs],
-                              workers=workers, chunk_size=_TASKS_PER_CHUNK, total=len(dirs),
-                              on_progress=progress)  # fmt: skip
+        engine_config = read_config(config_json) if score else None
+        if engine_config is not None and config_file is not None:
+            check_config(pool, engine_config, config_file)
+        # Each worker reads, parses and scores its tasks: a trace is read once, in the process that
+        # scores it, and only compact results (Arrow tables, rows) travel back.
+        work = partial(_read_and_score_chunk, run, engine_config)
+        outcomes = pool.map_chunks(work, [(task_id, str(task_dir)) for task_id, task_dir in dirs],
+                                   chunk_size=_TASKS_PER_CHUNK, total=len(dirs), on_progress=progress)  # fmt: skip
         tasks: list[_Task] = []
         scores: list = []
         for task, task_problems, task_score in outcomes:
