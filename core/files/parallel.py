@@ -13,8 +13,11 @@ processed in this process instead: slower, never a failed import.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
+import multiprocessing.forkserver
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -34,6 +37,24 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
+# What the workers of a run import and score need (the engine takes about a second to import; pyarrow
+# imports pandas on its first conversion of Python values). Named here, as text, so the command line can
+# start the fork server before it imports any of them itself.
+SCORING_MODULES = (
+    "core.ingest.wav_run",
+    "core.scoring.engine",
+    "webarena_verified.api.webarena_verified",
+    "pandas",
+)
+
+
+def start_fork_server(preload: Sequence[str]) -> None:
+    """Start this process's fork server now; it imports `preload` in the background and every later
+    `WorkerPool` forks its workers from it. Once it runs, later calls change nothing."""
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
+    multiprocessing.forkserver.ensure_running()
+
+
 class WorkerPool:
     """`workers` processes for one run (none when `workers` is 1: everything runs here).
 
@@ -49,13 +70,13 @@ class WorkerPool:
 
     def __enter__(self) -> WorkerPool:
         if self.workers > 1:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(self.preload)  # takes effect when the server first starts
-            self.executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context)
-            try:  # start the server and the workers now: their imports overlap this process's work
-                self.executor.submit(int)
-            except (BrokenProcessPool, OSError):
-                self.executor = None
+            start_fork_server(self.preload)
+            self.executor = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("forkserver")
+            )
+            # Start the server and the workers now, from a thread: the first start waits for the server's
+            # imports, which then overlap this process's own work instead of delaying it.
+            threading.Thread(target=_start, args=(self.executor,), daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -136,6 +157,11 @@ def map_chunks(
     flat = (item for chunk in chunks for item in chunk)
     with WorkerPool(workers if len(head) > 1 else 1) as pool:
         return pool.map_chunks(fn, flat, chunk_size=chunk_size, total=total, on_progress=on_progress)
+
+
+def _start(executor: ProcessPoolExecutor) -> None:
+    with contextlib.suppress(BrokenProcessPool, OSError, RuntimeError):  # `call`/`map_chunks` then see it
+        executor.submit(int)
 
 
 def _collect(pending: dict, results: dict, report) -> None:

@@ -9,7 +9,9 @@ entries feed both `network_events` and the engine. The whole run is written in o
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from core.errors import InputError, Problem
 from core.files import safe_files
 from core.files.har import TRACE_FILES, TraceTooLarge, parse_trace
 from core.files.network_events import FIELD_LIMIT, NETWORK_EVENTS_SCHEMA
-from core.files.parallel import WorkerPool
+from core.files.parallel import SCORING_MODULES, WorkerPool
 from core.files.submission import AGENT_RESPONSE_FILE, run_directory
 from core.ingest.records import Paradigm, RunMeta
 from core.ingest.tasks import ensure_tasks
@@ -30,7 +32,6 @@ from core.ingest.writer import import_run
 from core.progress import ProgressCallback
 from core.scoring.agent_response import AgentResponseCheck, agent_response_row, check_agent_response
 from core.scoring.engine import (
-    ENGINE_MODULES,
     ScoringInput,
     check_config,
     read_config,
@@ -220,8 +221,7 @@ def import_wav_run(
     if not run.strip():
         raise InputError("--run", "must not be empty")
     # The workers start now: the fork server's imports (the engine) overlap what this process reads.
-    preload = (__name__, *ENGINE_MODULES) if score else (__name__,)
-    with WorkerPool(workers, preload=preload) as pool, run_directory(path) as (run_dir, problems):
+    with WorkerPool(workers, preload=SCORING_MODULES) as pool, run_directory(path) as (run_dir, problems):
         ensure_tasks(store)
         known = {task_id for (task_id,) in store.query("SELECT task_id FROM tasks")}
         progress = on_progress or (lambda done, total: None)
@@ -229,6 +229,9 @@ def import_wav_run(
         dirs = _task_dirs(run_dir, known, problems)
         if not dirs and not problems:
             raise InputError(path, "no task directories (<task_id>/agent_response.json and network.har)")
+        # pyarrow imports pandas on its first conversion of Python values (half a second): done now,
+        # while the workers start, not on the way to the final transaction.
+        threading.Thread(target=importlib.import_module, args=("pandas",), daemon=True).start()
         engine_config = read_config(config_json) if score else None
         if engine_config is not None and config_file is not None:
             check_config(pool, engine_config, config_file)

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core.errors import InputError, NotFound
 from core.files.har import TRACE_FILES
-from core.files.parallel import WorkerPool
+from core.files.parallel import SCORING_MODULES, WorkerPool
 from core.files.redaction import redact_report
 from core.files.submission import run_directory
 from core.progress import ProgressCallback
@@ -99,11 +99,6 @@ class TaskScore(BaseModel):
 
 
 # -- configuration --------------------------------------------------------------------------------
-# What a scoring process imports up front (the engine takes about a second): a fork server loads it once
-# for all workers of a run (core.files.parallel).
-ENGINE_MODULES = ("webarena_verified.api.webarena_verified", "core.scoring.engine")
-
-
 def read_config(config: Path | dict | None) -> str:
     """An environment config (file, mapping or None) as canonical JSON text, read without the engine.
 
@@ -280,7 +275,7 @@ def score_inputs(
     config_json = read_config(config)
     if total is None and isinstance(inputs, Sized):
         total = len(inputs)
-    with WorkerPool(workers, preload=ENGINE_MODULES) as pool:
+    with WorkerPool(workers, preload=SCORING_MODULES) as pool:
         check_config(pool, config_json, config if isinstance(config, (str, Path)) else "config")
         return pool.map_chunks(
             partial(score_chunk, config_json), inputs, chunk_size=_CHUNK, total=total, on_progress=on_progress
