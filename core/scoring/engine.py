@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence, Sized
 from functools import cached_property, lru_cache, partial
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 from pydantic import BaseModel, Field, ValidationError
@@ -29,7 +29,9 @@ from core.files.redaction import redact_report
 from core.files.submission import run_directory
 from core.progress import ProgressCallback
 from core.scoring import explanations
-from core.store import Store, insert_rows, require_runs, utcnow
+
+if TYPE_CHECKING:  # a scoring worker never loads DuckDB: the store is the parent's
+    from core.store import Store
 
 SOURCE = "webarena-verified"
 ENGINE_LOGGER = "WebArena-Verified"
@@ -512,6 +514,8 @@ def _event_briefs(context, seq_of: dict[int, int]) -> list[explanations.EventBri
 # -- storage ----------------------------------------------------------------------------------------
 def write_scores(cur, run: str, scores: Sequence[TaskScore]) -> None:
     """Replace the run's evaluations and evaluator results (inside the caller's transaction)."""
+    from core.store import insert_rows, utcnow
+
     cur.execute("DELETE FROM evaluator_results WHERE run = ?", [run])
     cur.execute("DELETE FROM evaluations WHERE run = ?", [run])
     now = utcnow()
@@ -579,6 +583,8 @@ def export_eval(store: Store, run: str, out: Path) -> int:
     """
     from webarena_verified.core.utils.immutable_obj_helper import serialize_to_json
     from webarena_verified.types.eval import TaskEvalResult, TasksEvalResults
+
+    from core.store import require_runs
 
     require_runs(store, [run])
     rows = store.query(
