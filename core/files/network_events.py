@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from core.files import redaction
+from core.files.entry_shape import INT32, plain_entry
 from core.files.redaction import REDACTED, Secrets, dumps
 
 NETWORK_EVENTS_SCHEMA = pa.schema(
@@ -73,7 +74,6 @@ ENTRY_TYPE = pa.struct(
 _PLAIN_URL = re.compile(
     r"[Hh][Tt][Tt][Pp][Ss]?://[^/?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*(?P<path>(?:/[^?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*)?)\Z"
 )
-_INT32 = (-(1 << 31), (1 << 31) - 1)
 _UTC = datetime.fromisoformat("2000-01-01T00:00:00+00:00").tzinfo
 _UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -147,7 +147,7 @@ class EventsBuilder:
         size_ok = pc.and_(pc.greater_equal(size, 0), pc.less(size, float(1 << 63)))
         size = pc.if_else(size_ok, pc.cast(size, pa.int64(), safe=False), pa.scalar(None, pa.int64()))
         status = pc.struct_field(response, "status")
-        status_ok = pc.and_(pc.greater_equal(status, _INT32[0]), pc.less_equal(status, _INT32[1]))
+        status_ok = pc.and_(pc.greater_equal(status, INT32[0]), pc.less_equal(status, INT32[1]))
         status = pc.if_else(status_ok, status, pa.scalar(None, pa.int64())).cast(pa.int32())
 
         columns = {
@@ -180,11 +180,11 @@ class EventsBuilder:
 
     # -- reading the batch --------------------------------------------------------------------------------
     def _arrow(self, entries: list) -> tuple[pa.StructArray, list]:
-        """The batch as one struct array; entries of an unexpected shape are reduced first (`_plain_entry`)."""
+        """The batch as one struct array; entries of an unexpected shape are reduced first (`core.files.entry_shape`)."""
         try:
             arr = pa.array(entries, type=ENTRY_TYPE)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
-            entries = [_plain_entry(entry, self.malformed) for entry in entries]
+            entries = [plain_entry(entry, self.malformed) for entry in entries]
             return pa.array(entries, type=ENTRY_TYPE), entries
         request = pc.struct_field(arr, "request")
         self._count(self.malformed, "entries without a request", request.null_count)
@@ -373,84 +373,6 @@ def is_static_asset(url: str) -> bool:
         return url_path(url).endswith(STATIC_ASSET_SUFFIXES)
     except ValueError:
         return False
-
-
-# -- entries of an unexpected shape ---------------------------------------------------------------------
-def _plain_entry(entry: Any, malformed: dict[str, int]) -> dict:
-    """The fields of ENTRY_TYPE from an entry of any shape, by the type rules of the columns: a field of
-    the wrong type is missing (and a missing request, response or header list is counted)."""
-
-    def flag(what: str) -> None:
-        malformed[what] = malformed.get(what, 0) + 1
-
-    if type(entry) is not dict:
-        flag("entries that are not objects")
-        entry = {}
-    request, response = entry.get("request"), entry.get("response")
-    if type(request) is not dict:
-        flag("entries without a request")
-        request = {}
-    if type(response) is not dict:
-        flag("entries without a response")
-        response = {}
-    headers = request.get("headers")
-    if type(headers) is not list:
-        flag("entries without request headers")
-        headers = []
-    content = response.get("content")
-    content = content if type(content) is dict else {}
-    status = response.get("status")
-    return {
-        "startedDateTime": _typed(entry.get("startedDateTime"), str),
-        "time": _number(entry.get("time")),
-        "request": {
-            "method": _typed(request.get("method"), str),
-            "url": _typed(request.get("url"), str),
-            "headers": _pairs(headers),
-            "cookies": _cookies(request.get("cookies")),
-            "postData": request.get("postData") if type(request.get("postData")) is dict else None,
-        },
-        "response": {
-            "status": status if type(status) is int and _INT32[0] <= status <= _INT32[1] else None,
-            "redirectURL": _typed(response.get("redirectURL"), str),
-            # Only Set-Cookie is read from response headers; its value as text, as before.
-            "headers": [
-                {"name": h["name"], "value": str(h.get("value"))}
-                for h in _list(response.get("headers"))
-                if type(h) is dict and type(h.get("name")) is str and h["name"].lower() == "set-cookie"
-            ],
-            "cookies": _cookies(response.get("cookies")),
-            "bodySize": _number(response.get("bodySize")),
-            "content": {
-                "size": _number(content.get("size")),
-                "mimeType": _typed(content.get("mimeType"), str),
-            },
-        },
-    }
-
-
-def _typed(value: Any, kind: type) -> Any:
-    return value if type(value) is kind else None
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if type(value) in (int, float) and abs(value) < 1e308 else None
-
-
-def _list(value: Any) -> list:
-    return value if type(value) is list else []
-
-
-def _pairs(headers: list) -> list[dict]:
-    return [
-        {"name": h.get("name"), "value": h.get("value")}
-        for h in headers
-        if type(h) is dict and type(h.get("name")) is str and type(h.get("value")) is str
-    ]
-
-
-def _cookies(cookies: Any) -> list[dict]:
-    return [{"value": c["value"]} for c in _list(cookies) if type(c) is dict and type(c.get("value")) is str]
 
 
 def _timestamps(values: pa.Array) -> pa.Array:
