@@ -21,6 +21,7 @@ NOT_FOR_HELP = NEVER_IN_AN_IMPORT | {
     "pydantic",
     "webarena_verified",
     "rapidfuzz",
+    "rich",  # typer prints the help itself (rich_markup_mode=None); the consoles are built on first use
 }
 
 

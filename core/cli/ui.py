@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import typer
-from rich.console import Console
 
 from core.errors import InputError
 from core.ingest.paradigm import Paradigm
 from core.progress import ProgressCallback
 
 if TYPE_CHECKING:  # DuckDB and Arrow load when a command opens the store, not for --help
+    from rich.console import Console
+
     from core.store import ShortLivedStore, Store
+
 
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
 # Run names, gold-set names, file names and agent text are data: with markup off for every print, a
 # name like `[/bad]` prints as itself instead of raising MarkupError after an import has committed.
-console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200, markup=False, highlight=False)
-err_console = Console(
-    stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200, markup=False, highlight=False
-)
+@functools.cache
+def _console(stderr: bool) -> Console:
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(
+        stderr=stderr, soft_wrap=True, width=None if stream.isatty() else 200, markup=False, highlight=False
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """`console` and `err_console` are built on first use (PEP 562): rich's console costs a good part of
+    the half second `trajreview --help` may take, and --help prints through typer, not through them."""
+    if name in ("console", "err_console"):
+        return _console(stderr=name == "err_console")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 PARADIGMS: tuple[str, ...] = get_args(Paradigm)
@@ -74,9 +89,9 @@ def progress_bar(description: str) -> Iterator[ProgressCallback]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=err_console,
+        console=_console(stderr=True),
         transient=False,
-        disable=not err_console.is_terminal,
+        disable=not _console(stderr=True).is_terminal,
     ) as progress:
         task = progress.add_task(description, total=None)
 
@@ -88,17 +103,17 @@ def progress_bar(description: str) -> Iterator[ProgressCallback]:
 
 def say(text: str) -> None:
     """One line of output that may hold agent or file text: printed as text, never as Rich markup."""
-    console.print(text, markup=False, highlight=False)
+    _console(stderr=False).print(text, markup=False, highlight=False)
 
 
 def print_problems(problems: list) -> None:
     """The per-task problems an import recorded: how many, and the first ten (as text, never markup)."""
     if problems:
-        console.print(f"{len(problems)} problem(s) recorded (see import_problems):")
+        _console(stderr=False).print(f"{len(problems)} problem(s) recorded (see import_problems):")
         for p in problems[:10]:
-            console.print(f"  {p.kind}: {p.message}", markup=False, highlight=False)
+            _console(stderr=False).print(f"  {p.kind}: {p.message}", markup=False, highlight=False)
         if len(problems) > 10:
-            console.print(f"  … and {len(problems) - 10} more")
+            _console(stderr=False).print(f"  … and {len(problems) - 10} more")
 
 
 def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
@@ -111,7 +126,7 @@ def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
         table.add_column(Text(column))
     for row in rows:
         table.add_row(*(Text("" if v is None else str(v)) for v in row))
-    console.print(table)
+    _console(stderr=False).print(table)
 
 
 def print_failures(store, run: str, limit: int = 15) -> None:
@@ -121,15 +136,15 @@ def print_failures(store, run: str, limit: int = 15) -> None:
     failures = failed_tasks(store, run)
     if not failures:
         return
-    console.print(f"why tasks failed ({len(failures)}):", markup=False)
+    _console(stderr=False).print(f"why tasks failed ({len(failures)}):", markup=False)
     for row in failures[:limit]:
         flag = " [cannot pass under this engine version]" if row["cannot_pass"] else ""
         reason = row["explanation"] or row["error"] or "(no explanation recorded)"
-        console.print(
+        _console(stderr=False).print(
             f"  task {row['task_id']} {row['status']}{flag}: {reason}", markup=False, highlight=False
         )
     if len(failures) > limit:
-        console.print(
+        _console(stderr=False).print(
             f"  ... and {len(failures) - limit} more (table evaluations, column explanation)", markup=False
         )
 
