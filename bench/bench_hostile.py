@@ -96,7 +96,7 @@ def har_at_limit(root: Path, dynamic_only: bool = False) -> list[str]:
 
     `dynamic_only`: only its non-static entries (pages, API calls), which the engine is handed and keeps
     in memory, where a real trace is mostly static assets (309 of the demo's 359 entries)."""
-    from core.files.har import is_static_asset
+    from core.files.network_events import is_static_asset
 
     src = shared_data_dir() / "webarena-verified" / "demo-run" / "107" / "network.har"
     har = orjson.loads(src.read_bytes())

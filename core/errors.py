@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (its type's name when it has none)."""
@@ -47,11 +45,27 @@ class StoreError(TrajreviewError):
     """The database file cannot be opened or migrated."""
 
 
-class Problem(BaseModel):
-    """A per-task problem of an import: recorded and listed (table import_problems), never raised, never
-    a crash of the whole import."""
+def _problem_class() -> type:
+    from pydantic import BaseModel, Field
 
-    task_id: int | None = Field(description="the task it concerns; None when not tied to one task")
-    source_path: str = Field(description="the file (or archive member) that caused it")
-    kind: str = Field(description="short machine-readable code, e.g. missing_file")
-    message: str = Field(description="one plain sentence for the reviewer")
+    class Problem(BaseModel):
+        """A per-task problem of an import: recorded and listed (table import_problems), never raised, never
+        a crash of the whole import."""
+
+        task_id: int | None = Field(description="the task it concerns; None when not tied to one task")
+        source_path: str = Field(description="the file (or archive member) that caused it")
+        kind: str = Field(description="short machine-readable code, e.g. missing_file")
+        message: str = Field(description="one plain sentence for the reviewer")
+
+    Problem.__qualname__ = "Problem"  # pickled by workers: found again as core.errors.Problem
+    return Problem
+
+
+def __getattr__(name: str) -> Any:
+    """`Problem` is built on first use (PEP 562): it is a pydantic model, and importing pydantic costs a
+    good part of a second that `trajreview --help`, which only needs the error classes, must not pay."""
+    if name == "Problem":
+        problem = _problem_class()
+        globals()["Problem"] = problem
+        return problem
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

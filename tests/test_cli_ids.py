@@ -15,6 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from demo_support import GOLD
 
 from core.cli import main as cli
 from core.ingest.tasks import verified_dataset_path
@@ -35,18 +36,18 @@ CASES = [
         ["show", "--run", "opagent", "--task", "101", "--gold", "nope"],
         "no gold set named 'nope'",
     ),
-    ("gold history", "task", ["gold", "history", "paper-gold", BIG], f"no gold of task {BIG} in gold set"),
-    ("gold history", "task", ["gold", "history", "paper-gold", HUGE], f"no gold of task {HUGE} in gold set"),
+    ("gold history", "task", ["gold", "history", GOLD, BIG], f"no gold of task {BIG} in gold set"),
+    ("gold history", "task", ["gold", "history", GOLD, HUGE], f"no gold of task {HUGE} in gold set"),
     ("gold history", "name", ["gold", "history", "nope", "101"], "no gold set named 'nope'"),
     ("export gold", "name", ["export", "gold", "nope", "--out", "{tmp}/g.csv"], "no gold set named 'nope'"),
     ("export eval", "run", ["export", "eval", "{tmp}/eval", "--run", "nope"], "no run named 'nope'"),
     ("export parquet", "runs", ["export", "parquet", "{tmp}/pq", "--run", "nope"], "no run named 'nope'"),
-    ("metrics", "run", ["metrics", "--run", "nope", "--gold", "paper-gold"], "no run named 'nope'"),
+    ("metrics", "run", ["metrics", "--run", "nope", "--gold", GOLD], "no run named 'nope'"),
     ("metrics", "gold", ["metrics", "--run", "opagent", "--gold", "nope"], "no gold set named 'nope'"),
     (
         "metrics",
         "judge",
-        ["metrics", "--run", "opagent", "--gold", "paper-gold", "--judge", "nope"],
+        ["metrics", "--run", "opagent", "--gold", GOLD, "--judge", "nope"],
         "--judge: must be one of",
     ),  # fmt: skip
     ("evaluate", "run", ["evaluate", "--run", "nope"], "no run named 'nope'"),

@@ -14,14 +14,9 @@ from webarena_verified.core.utils.network_event_utils import load_playwright_tra
 from webarena_verified.types.tracing import NetworkEvent, NetworkTrace
 
 from core.errors import InputError
-from core.files.har import (
-    REDACTED,
-    TraceTooLarge,
-    iter_har_entries,
-    load_trace_entries,
-    network_events_table,
-    parse_trace,
-)
+from core.files.har import TraceTooLarge, iter_har_entries, load_trace_entries, parse_trace
+from core.files.network_events import is_static_asset, network_events_table
+from core.files.redaction import REDACTED
 
 
 def _event_rows(run: str, task_id: int, entries) -> list[dict]:
@@ -379,3 +374,75 @@ def test_the_engine_gets_exactly_the_evaluation_events_with_their_seqs(demo_har:
         parsed.scoring_seqs == [0]
         and NetworkTrace.from_content(parsed.scoring_entries).evaluation_events == ()
     )
+
+
+def test_url_paths_and_static_flags_follow_urlparse_on_every_url_shape(demo_har: Path):
+    """Plain http(s) URLs get their path from an expression, all others from urlparse: both must give
+    exactly `urlparse(url).path` and the official static-asset flag."""
+    from urllib.parse import urlparse
+
+    base = _entries(demo_har)[0]
+    urls = [
+        "http://h", "http://h/", "https://h:8080/a/b.css", "HTTP://H/A.JS", "http://h/a.js/", "http://h//x.png",
+        "http://h/a;b.js", "http://h/a.js;b", "http://h/a?b.js", "http://h/a#b.js", "http://u:p@h/x.js",
+        "http://h/%7Ea.js", "http://h/ä.js", "http://h/a b.js", "ftp://h/a.js", "h/a.js", "//h/a.js", "",
+        "http://h/a\\b.js", "http://[::1]/a.js", "https://h/assets/app-1f2e.woff2?v=3",
+    ]  # fmt: skip
+    entries = []
+    for url in urls:
+        entry = copy.deepcopy(base)
+        entry["request"]["url"] = url
+        entries.append(entry)
+    rows = _event_rows("r", 1, entries)
+    assert [r["url_path"] for r in rows] == [urlparse(u).path for u in urls]
+    official = [not NetworkEvent(data=MappingProxyType(e)).is_evaluation_event for e in entries]
+    assert [r["is_static_asset"] for r in rows] == official
+    assert any(official) and not all(official)
+
+
+def test_values_over_the_field_limit_are_cut_for_storage_only(
+    demo_har: Path, tmp_path: Path, tasks_store, monkeypatch
+):
+    """A URL, a header value or a body longer than FIELD_LIMIT is stored cut, with a marker naming its
+    length, and the import records a problem; the engine still gets the whole entry."""
+    from core.ingest.wav_run import import_wav_run
+
+    monkeypatch.setattr("core.files.network_events.FIELD_LIMIT", 2000)
+    entries = _entries(demo_har)[:6]
+    navigation = next(i for i, e in enumerate(entries) if not is_static_asset(e["request"]["url"]))
+    long_url = entries[navigation]["request"]["url"] + "?q=" + "x" * 5000
+    entries[navigation]["request"]["url"] = long_url
+    header, body = [i for i in range(len(entries)) if i != navigation][:2]
+    entries[header]["request"]["headers"].append({"name": "X-Long", "value": "y" * 7000})
+    entries[body]["request"]["method"] = "POST"
+    entries[body]["request"]["postData"] = {
+        "mimeType": "application/json",
+        "text": '{"a": "' + "z" * 9000 + '"}',
+    }
+    har = _write_har(tmp_path / "network.har", entries)
+
+    parsed = parse_trace(har, "r", 1)
+    rows = parsed.events.to_pylist()
+    assert parsed.truncated == {"URLs": 1, "header values": 1, "request bodies": 1}
+    url = rows[navigation]["url"]
+    assert url.startswith(long_url[:2000]) and f"{len(long_url)} characters" in url and len(url) < 2100
+    assert (
+        "y" * 2000 in rows[header]["request_headers"] and "7000 characters" in rows[header]["request_headers"]
+    )
+    assert "y" * 2001 not in rows[header]["request_headers"]
+    assert (
+        "characters in the file" in json.loads(rows[body]["post_data"])
+        and "z" * 100 not in rows[body]["post_data"]
+    )
+    whole = dict(zip(parsed.scoring_seqs, parsed.scoring_entries, strict=True))
+    assert whole[navigation]["request"]["url"] == long_url  # the engine judges the whole value
+
+    run = tmp_path / "run" / "108"
+    run.mkdir(parents=True)
+    (run / "network.har").write_bytes(har.read_bytes())
+    (run / "agent_response.json").write_text(
+        '{"task_type": "RETRIEVE", "status": "SUCCESS", "retrieved_data": []}'
+    )
+    summary = import_wav_run(tasks_store, run.parent, "cut", score=False, workers=1)
+    assert [p.kind for p in summary.problems] == ["truncated_values"]
+    assert "1 URLs, 1 header values, 1 request bodies" in summary.problems[0].message

@@ -12,8 +12,8 @@ import pytest
 import test_scoring_conformance as conformance
 from test_scoring_conformance import MATRIX_CONFIG, _entry, _expected_response, _matrix
 
-from core.files.har import network_events_table, redact_report
-from core.files.redaction import looks_secret
+from core.files.network_events import network_events_table
+from core.files.redaction import looks_secret, redact_report
 
 
 def _event_rows(run: str, task_id: int, entries) -> list[dict]:

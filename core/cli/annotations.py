@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from core.cli import ui
-from core.store import require_runs
 
 
 def labels_cmd(
@@ -17,6 +16,7 @@ def labels_cmd(
 ) -> None:
     """Reviewer labels counted per run and site (current labels: the latest write wins), and the vocabulary."""
     from core.queries import annotations as qa
+    from core.store import require_runs
 
     with ui.store_from(ctx, read_only=True) as store:
         if run:

@@ -9,7 +9,6 @@ import typer
 
 from core.cli import ui
 from core.errors import NotFound
-from core.store import require_gold_set
 
 gold_app = typer.Typer(help="Human gold: history of a task's versions, new gold sets.", no_args_is_help=True)
 
@@ -38,6 +37,7 @@ def history_cmd(
 ) -> None:
     """Every version of a task's gold: who saved it, when and why."""
     from core.gold.editing import history
+    from core.store import require_gold_set
 
     with ui.store_from(ctx, read_only=True) as store:
         require_gold_set(store, name)

@@ -20,6 +20,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,
 )
 import_app = typer.Typer(help="Import task datasets, agent runs and gold trajectories.", no_args_is_help=True)
 app.add_typer(import_app, name="import")

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from core.cli import ui
-from core.store import require_gold_set, require_runs
 from core.values import is_missing
 
 _FORMATS = ("table", "csv", "json")
@@ -125,6 +124,7 @@ def report_cmd(
     from core.measure.metrics import PRESETS
     from core.queries import paper_tables as pt
     from core.queries.compare import report_runs
+    from core.store import require_gold_set, require_runs
 
     if fmt not in _FORMATS:
         raise InputError("--format", f"must be one of {', '.join(_FORMATS)}")
@@ -228,6 +228,7 @@ def _agreement_from_db(ctx: typer.Context, judge_config: str | None, run: str | 
     from core.errors import InputError
     from core.measure.judge.cascade import JUDGE_CONFIGS
     from core.queries.annotations import judge_agreement
+    from core.store import require_runs
 
     if judge_config is not None and judge_config not in JUDGE_CONFIGS:
         raise InputError("--judge-config", f"must be one of {', '.join(JUDGE_CONFIGS)}")

@@ -9,7 +9,6 @@ import typer
 
 from core.cli import ui
 from core.errors import InputError, NotFound
-from core.store import require_gold_set
 
 
 def _fmt(value: Any) -> str:
@@ -145,6 +144,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         """One task of one run: verdict and why, expected vs agent answer, steps, alignment, metrics, problems."""
         from core.queries.runs import run_exists
         from core.queries.task_report import task_report
+        from core.store import require_gold_set
 
         if fmt not in ("table", "json"):
             raise InputError("--format", f"{fmt!r} is not one of table, json")

@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from core.errors import InputError
-from core.ingest.records import Paradigm
+from core.ingest.paradigm import Paradigm
 from core.progress import ProgressCallback
-from core.store import ShortLivedStore, Store, open_store
+
+if TYPE_CHECKING:  # DuckDB and Arrow load when a command opens the store, not for --help
+    from rich.console import Console
+
+    from core.store import ShortLivedStore, Store
+
 
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
 # Run names, gold-set names, file names and agent text are data: with markup off for every print, a
 # name like `[/bad]` prints as itself instead of raising MarkupError after an import has committed.
-console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200, markup=False, highlight=False)
-err_console = Console(
-    stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200, markup=False, highlight=False
-)
+@functools.cache
+def _console(stderr: bool) -> Console:
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(
+        stderr=stderr, soft_wrap=True, width=None if stream.isatty() else 200, markup=False, highlight=False
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """`console` and `err_console` are built on first use (PEP 562): rich's console costs a good part of
+    the half second `trajreview --help` may take, and --help prints through typer, not through them."""
+    if name in ("console", "err_console"):
+        return _console(stderr=name == "err_console")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 PARADIGMS: tuple[str, ...] = get_args(Paradigm)
@@ -36,7 +51,7 @@ def _check_paradigm(value: str) -> str:
     return value
 
 
-# The --paradigm option of every import command: one list (core.ingest.records.Paradigm), one check.
+# The --paradigm option of every import command: one list (core.ingest.paradigm.Paradigm), one check.
 PARADIGM_OPTION = typer.Option(
     "--paradigm", help="Agent paradigm: " + ", ".join(PARADIGMS) + ".", callback=_check_paradigm
 )
@@ -47,6 +62,8 @@ def db_path(ctx: typer.Context) -> Path | None:
 
 
 def store_from(ctx: typer.Context, *, read_only: bool = False) -> Store:
+    from core.store import open_store
+
     return open_store(db_path(ctx), read_only=read_only)
 
 
@@ -55,6 +72,7 @@ def import_store(ctx: typer.Context) -> ShortLivedStore:
     `evaluate-offline`, `metrics`, `judge-agreement`): the file is held only for each short read and the
     final transaction, so the app can save while a whole run imports (core.store.ShortLivedStore)."""
     from core.paths import default_db_path
+    from core.store import ShortLivedStore, open_store
 
     path = db_path(ctx) or default_db_path()
     with open_store(path):  # create and migrate it up front; a bad file fails before any parsing
@@ -65,14 +83,16 @@ def import_store(ctx: typer.Context) -> ShortLivedStore:
 @contextmanager
 def progress_bar(description: str) -> Iterator[ProgressCallback]:
     """A rich progress bar driven by a `(done, total)` callback that core functions accept."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn("{task.description}", markup=False, style="bold"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=err_console,
+        console=_console(stderr=True),
         transient=False,
-        disable=not err_console.is_terminal,
+        disable=not _console(stderr=True).is_terminal,
     ) as progress:
         task = progress.add_task(description, total=None)
 
@@ -84,21 +104,22 @@ def progress_bar(description: str) -> Iterator[ProgressCallback]:
 
 def say(text: str) -> None:
     """One line of output that may hold agent or file text: printed as text, never as Rich markup."""
-    console.print(text, markup=False, highlight=False)
+    _console(stderr=False).print(text, markup=False, highlight=False)
 
 
 def print_problems(problems: list) -> None:
     """The per-task problems an import recorded: how many, and the first ten (as text, never markup)."""
     if problems:
-        console.print(f"{len(problems)} problem(s) recorded (see import_problems):")
+        _console(stderr=False).print(f"{len(problems)} problem(s) recorded (see import_problems):")
         for p in problems[:10]:
-            console.print(f"  {p.kind}: {p.message}", markup=False, highlight=False)
+            _console(stderr=False).print(f"  {p.kind}: {p.message}", markup=False, highlight=False)
         if len(problems) > 10:
-            console.print(f"  … and {len(problems) - 10} more")
+            _console(stderr=False).print(f"  … and {len(problems) - 10} more")
 
 
 def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
     # Cells and titles may hold run names or agent text: Text objects are never parsed as markup.
+    from rich.table import Table
     from rich.text import Text
 
     table = Table(title=Text(title), title_justify="left")
@@ -106,7 +127,7 @@ def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
         table.add_column(Text(column))
     for row in rows:
         table.add_row(*(Text("" if v is None else str(v)) for v in row))
-    console.print(table)
+    _console(stderr=False).print(table)
 
 
 def print_failures(store, run: str, limit: int = 15) -> None:
@@ -116,15 +137,15 @@ def print_failures(store, run: str, limit: int = 15) -> None:
     failures = failed_tasks(store, run)
     if not failures:
         return
-    console.print(f"why tasks failed ({len(failures)}):", markup=False)
+    _console(stderr=False).print(f"why tasks failed ({len(failures)}):", markup=False)
     for row in failures[:limit]:
         flag = " [cannot pass under this engine version]" if row["cannot_pass"] else ""
         reason = row["explanation"] or row["error"] or "(no explanation recorded)"
-        console.print(
+        _console(stderr=False).print(
             f"  task {row['task_id']} {row['status']}{flag}: {reason}", markup=False, highlight=False
         )
     if len(failures) > limit:
-        console.print(
+        _console(stderr=False).print(
             f"  ... and {len(failures) - limit} more (table evaluations, column explanation)", markup=False
         )
 

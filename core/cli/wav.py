@@ -27,6 +27,10 @@ def import_wav_run_cmd(
     workers: Annotated[int, typer.Option(help="Processes scoring tasks.")] = 2,
 ) -> None:
     """Import a WebArena-Verified run (agent responses + network traces) and score it officially."""
+    from core.files.parallel import SCORING_MODULES, start_fork_server
+
+    if workers > 1:  # the workers' imports (the engine) start now, alongside this process's own
+        start_fork_server(SCORING_MODULES)
     from core.ingest.wav_run import import_wav_run
 
     with ui.import_store(ctx) as store:

@@ -1,9 +1,9 @@
-"""Network traces (HAR files, Playwright traces): parse once, derive `network_events` rows.
+"""Network traces (HAR files, Playwright traces): read once, into `network_events` rows and the engine's entries.
 
 A trace is read as a stream of entries (memory stays bounded for huge HARs), each entry exactly as in
-the file. The static-asset rule and the navigation predicate mirror the official
-`webarena_verified.types.tracing.NetworkEvent` (tests compare both on real HARs); secrets are redacted
-before anything is stored.
+the file. Its rows are built column by column (`core.files.network_events`, which mirrors the official
+static-asset rule and navigation predicate and redacts secrets before anything is stored); the entries
+the engine evaluates are kept as they are in the file.
 """
 
 from __future__ import annotations
@@ -11,54 +11,24 @@ from __future__ import annotations
 import gc
 import re
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, unquote_plus, urlparse
 
 import numpy as np
 import orjson
 import pyarrow as pa
 
 from core.errors import InputError
-from core.files import redaction
+from core.files.network_events import EventsBuilder
+from core.files.parallel import chunked
 from core.files.safe_files import LIMITS
 
-# The official suffix list (NetworkEvent.is_evaluation_event): these requests never count for evaluation.
-STATIC_ASSET_SUFFIXES = (
-    ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".woff", ".woff2", ".ttf", ".ico", ".webp",
-)  # fmt: skip
-MUTATION_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-REDACTED = "[REDACTED]"
 PLAYWRIGHT_NETWORK_FILE = "trace.network"
 # Trace files looked for in a task directory of a run, in order of preference.
 TRACE_FILES = ("network.har", "trace.zip", PLAYWRIGHT_NETWORK_FILE)
-
-# Header names whose values are secrets: the official submission sanitiser's patterns (auth, token, key,
-# secret) plus cookies, CSRF/XSRF and sessions, which that sanitiser keeps but we never store.
-_SECRET_HEADER = re.compile(
-    r"^(?!:authority$).*(auth|token|key|secret|cookie|csrf|xsrf|session|password)", re.IGNORECASE
-)
-# Query/form field names whose values are secrets (GitLab private_token, Magento form_key, passwords).
-_SECRET_FIELD = re.compile(
-    r"token|csrf|xsrf|secret|passw|passwd|pwd|api[-_]?key|apikey|auth|session|form_key|sid$|signature",
-    re.IGNORECASE,
-)
-_SECRET_VALUE = re.compile(r"^\s*(bearer|basic|token|digest)\s+\S", re.IGNORECASE)
-# (Values stop at white space and quotes too, so a URL quoted in a sentence is redacted in place.)
-_SECRET_QUERY_PARAM = re.compile(
-    r"([?&;#][^=&#;\s]*?(?:" + _SECRET_FIELD.pattern + r")[^=&#;\s]*=)([^&#;\s\"'<>]*)", re.I
-)
-# Any `name=value` of a query or fragment, for names that must be percent-decoded before the test.
-_URL_PARAM = re.compile(r"([?&;#])([^=&#;\s]*)=([^&#;\s\"'<>]*)")
-# `scheme://user:password@`: the password goes.
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:\s]*):[^/?#@\s]*@")
-# Values shorter than this are not searched for elsewhere (a cookie "1" would redact every digit).
-_MIN_SECRET_LEN = 6
 
 _BLOCK_SIZE = 4 << 20
 # Byte classes for the structural scan of a HAR.
@@ -69,40 +39,6 @@ _CLASS_TABLE = bytes(
 )  # bytes scanned per step when streaming a HAR
 _WHITESPACE = b" \t\r\n"
 _STREAMED_MARKER = b'"trajreview:streamed-entries:5f1c9e"'
-
-
-# -- official predicates, mirrored ---------------------------------------------------------------------
-@lru_cache(maxsize=65536)
-def url_path(url: str) -> str:
-    """The path component exactly as the official engine computes it (`urlparse(url).path`)."""
-    return urlparse(url).path
-
-
-def is_static_asset(url: str) -> bool:
-    """True when the official engine ignores the request (not an evaluation event)."""
-    return url_path(url).endswith(STATIC_ASSET_SUFFIXES)
-
-
-def is_navigation(method: str, headers: dict[str, str]) -> bool:
-    """The official navigation predicate; `headers` maps lower-cased names to lower-cased values."""
-    if method != "GET":
-        return False
-    if "sec-fetch-user" in headers:
-        return (
-            headers.get("sec-fetch-dest") == "document"
-            and headers.get("sec-fetch-mode") == "navigate"
-            and headers.get("sec-fetch-user") == "?1"
-            and "text/html" in headers.get("accept", "")
-        )
-    return headers.get("accept", "").startswith("text/html")
-
-
-def event_type(method: str | None, navigation: bool) -> str:
-    if navigation:
-        return "navigation"
-    if method in MUTATION_METHODS:
-        return "mutation"
-    return "other"
 
 
 # -- loading ---------------------------------------------------------------------------------------------
@@ -147,7 +83,7 @@ def _whole_har_entries(path: Path) -> list[dict] | None:
         entries = orjson.loads(path.read_bytes())["log"]["entries"]
     except Exception:
         return None
-    if isinstance(entries, list) and all(isinstance(entry, dict) for entry in entries):
+    if isinstance(entries, list) and set(map(type, entries)) <= {dict}:  # C-level: no Python call per entry
         return entries
     return None
 
@@ -427,361 +363,6 @@ class _HarScanner:
                 yield entry
 
 
-# -- network_events rows ---------------------------------------------------------------------------------
-NETWORK_EVENTS_SCHEMA = pa.schema(
-    [
-        ("run", pa.string()), ("task_id", pa.int32()), ("seq", pa.int32()),
-        ("started_at", pa.timestamp("us")), ("time_ms", pa.float64()), ("method", pa.string()),
-        ("url", pa.string()), ("url_path", pa.string()), ("query", pa.string()), ("status", pa.int32()),
-        ("mime_type", pa.string()), ("size", pa.int64()), ("referer", pa.string()),
-        ("redirect_url", pa.string()), ("post_data", pa.string()), ("is_static_asset", pa.bool_()),
-        ("is_navigation", pa.bool_()), ("event_type", pa.string()), ("request_headers", pa.string()),
-    ]
-)  # fmt: skip
-_ROW_COLUMNS = tuple(NETWORK_EVENTS_SCHEMA.names)[2:]
-_TYPES = {field.name: field.type for field in NETWORK_EVENTS_SCHEMA}
-_TIMESTAMP = _TYPES["started_at"]
-_UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
-_BATCH_ROWS = 4096  # rows buffered as Python tuples before becoming an Arrow batch
-_MAX_SECRETS = 512  # distinct secret values remembered per trace (bounds the scrub cost)
-
-
-def _dumps(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _timestamps(values: Iterable[Any]) -> pa.Array:
-    """HAR `startedDateTime` strings as naive UTC timestamps: Arrow's ISO parser, per value if any is odd."""
-    values = list(values)
-    try:
-        aware = pa.array(values, pa.string()).cast(_UTC_TIMESTAMP)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        aware = pa.array([_parse_time(v) for v in values], _UTC_TIMESTAMP)
-    return aware.cast(_TIMESTAMP)  # same instants, time zone dropped (the schema stores UTC)
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=_UTC)
-
-
-_UTC = datetime.fromisoformat("2000-01-01T00:00:00+00:00").tzinfo
-
-
-def _secret_field(name: Any, value: Any) -> bool:
-    """A secret by its name (passwords, tokens, form keys) or by its value (core.files.redaction)."""
-    return isinstance(name, str) and (
-        bool(_SECRET_FIELD.search(name)) or redaction.secret_by_value(name, value)
-    )
-
-
-def _redact_fields(value: Any) -> Any:
-    """Replace the values of secret fields at any depth (a `credentials` object goes whole); strings
-    keep no well-known token shape (a JWT in a `data` field)."""
-    if isinstance(value, dict):
-        return {k: (REDACTED if _secret_field(k, v) else _redact_fields(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_fields(v) for v in value]
-    if isinstance(value, str):
-        return redaction.scrub_tokens(value)
-    return value
-
-
-def _cookie_values(header_value: str) -> Iterator[str]:
-    for part in header_value.split(";"):
-        _, sep, value = part.partition("=")
-        if sep:
-            yield value.strip()
-
-
-class _Secrets:
-    """Secret values seen in a trace (cookies, auth headers): scrubbed from every stored text."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, None] = {}  # insertion-ordered set
-        self.pattern: re.Pattern[str] | None = None
-
-    def add(self, value: Any) -> None:
-        if not isinstance(value, str) or len(value) < _MIN_SECRET_LEN or len(self.values) >= _MAX_SECRETS:
-            return
-        for v in (value, unquote(value)):
-            if len(v) >= _MIN_SECRET_LEN and v not in self.values:
-                self.values[v] = None
-                self.pattern = None
-
-    def scrub_all(self, text: str | None) -> str | None:
-        """`scrub`, then well-known token shapes (core.files.redaction) wherever they are."""
-        return redaction.scrub_tokens(self.scrub(text))
-
-    def scrub(self, text: str | None) -> str | None:
-        if not text or not self.values:
-            return text
-        if len(self.values) <= 8:  # substring tests are far cheaper than a regex for a few values
-            for v in self.values:
-                if v in text:
-                    text = text.replace(v, REDACTED)
-            return text
-        if self.pattern is None:
-            alternatives = sorted(self.values, key=len, reverse=True)
-            self.pattern = re.compile("|".join(re.escape(v) for v in alternatives))
-        return self.pattern.sub(REDACTED, text)
-
-
-_HEADER_INFO: dict[str, tuple[str, bool]] = {}
-
-
-def _header_info(name: str) -> tuple[str, bool]:
-    """(lower-cased name, whether its value is a secret), cached: header names repeat endlessly."""
-    info = _HEADER_INFO.get(name)
-    if info is None:
-        key = name.lower()
-        info = (key, bool(_SECRET_HEADER.search(key)))
-        if len(_HEADER_INFO) < 4096:
-            _HEADER_INFO[name] = info
-    return info
-
-
-# Headers the official navigation predicate reads (it lower-cases their values).
-_PREDICATE_HEADERS = frozenset({"accept", "sec-fetch-user", "sec-fetch-dest", "sec-fetch-mode"})
-
-
-def _redact_url(url: str | None) -> str | None:
-    """The URL with the password of its user info and the values of secret-named query or fragment
-    fields (names compared percent-decoded, as the query column shows them) replaced."""
-    if not url:
-        return url
-    if "@" in url:
-        url = _USERINFO.sub(r"\1:" + REDACTED + "@", url)
-    if "?" in url or ";" in url or "#" in url:
-        url = _SECRET_QUERY_PARAM.sub(lambda m: m.group(1) + REDACTED, url)
-        # Names compared percent-decoded; values by shape (signed URLs, OAuth codes, API keys).
-        url = _URL_PARAM.sub(_redact_encoded_param, url)
-    return redaction.scrub_tokens(url)
-
-
-def redact_report(value: Any) -> Any:
-    """What the engine reports about trace events (URLs, post data), redacted by the rules of the
-    stored events: URL passwords, secret query/fragment fields, values of secret-named fields."""
-    if isinstance(value, str):
-        # A quoted request body (text/plain, a form) may carry `password=...` anywhere in its text.
-        return redaction.redact_text(_redact_url(value) or value, _SECRET_FIELD)
-    if isinstance(value, dict):
-        return {
-            k: REDACTED if _secret_field(k, v) and not isinstance(v, dict | list | None) else redact_report(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [redact_report(v) for v in value]
-    return value
-
-
-def _redact_encoded_param(match: re.Match) -> str:
-    name, value = match.group(2), match.group(3)
-    if value == REDACTED:
-        return match.group(0)
-    plain = unquote_plus(name) if "%" in name or "+" in name else name
-    if _secret_field(plain, unquote_plus(value) if "%" in value else value):
-        return f"{match.group(1)}{name}={REDACTED}"
-    return match.group(0)
-
-
-@lru_cache(maxsize=65536)
-def _query_json(url: str) -> str | None:
-    query = urlparse(url).query
-    if not query:
-        return None
-    params: dict[str, Any] = {}
-    for name, value in parse_qsl(query, keep_blank_values=True):
-        value = REDACTED if _secret_field(name, value) else redaction.scrub_tokens(value)
-        if name in params:  # repeated parameter: keep every value, in order
-            prior = params[name]
-            params[name] = [*prior, value] if isinstance(prior, list) else [prior, value]
-        else:
-            params[name] = value
-    return _dumps(params)
-
-
-def _post_data(request: dict) -> Any:
-    post = request.get("postData")
-    if not isinstance(post, dict):
-        return None
-    from webarena_verified.core.utils.network_event_utils import parse_har_content
-
-    try:  # the engine's own parser, so we show what it compares
-        parsed = parse_har_content(post)
-    except Exception:  # hostile bodies must not stop an import; the engine will report them itself
-        return None
-    return None if parsed is None else _redact_fields(parsed)
-
-
-class NetworkEventsBuilder:
-    """Accumulates `network_events` columns for one task's trace, one entry at a time.
-
-    `add` returns the entry when the scoring engine needs it, None for a static asset (the engine
-    filters those out before any evaluator looks), so memory for huge traces stays bounded.
-    """
-
-    def __init__(self, run: str, task_id: int):
-        self.run = run
-        self.task_id = task_id
-        self.rows: list[tuple] = []  # buffered rows, columns _ROW_COLUMNS (run/task_id are constant)
-        self.batches: list[pa.RecordBatch] = []
-        self.flushed = 0
-        self.secrets = _Secrets()
-        self.malformed: dict[str, int] = {}
-
-    def __len__(self) -> int:
-        return self.flushed + len(self.rows)
-
-    def _flag(self, what: str) -> None:
-        self.malformed[what] = self.malformed.get(what, 0) + 1
-
-    def add(self, entry: Any) -> Any:
-        """Add the next entry (seq = entries added so far); returns it unless it is a static asset."""
-        if type(entry) is not dict:
-            self._flag("entries that are not objects")
-            entry_d: dict = {}
-        else:
-            entry_d = entry
-        request = entry_d.get("request")
-        if type(request) is not dict:
-            self._flag("entries without a request")
-            request = {}
-        response = entry_d.get("response")
-        if type(response) is not dict:
-            self._flag("entries without a response")
-            response = {}
-        headers_list = request.get("headers")
-        if type(headers_list) is not list:
-            self._flag("entries without request headers")
-            headers_list = ()
-
-        secrets = self.secrets
-        # Collect this entry's secret values first, so they are scrubbed from this very entry too.
-        for cookies in (request.get("cookies"), response.get("cookies")):
-            if cookies and type(cookies) is list:
-                for cookie in cookies:
-                    if type(cookie) is dict:
-                        secrets.add(cookie.get("value"))
-        response_headers = response.get("headers")
-        if response_headers and type(response_headers) is list:
-            for header in response_headers:
-                try:
-                    name = header["name"]
-                    if name[0] in "sS" and name.lower() == "set-cookie":
-                        for line in str(header["value"]).splitlines():
-                            secrets.add(line.split(";", 1)[0].partition("=")[2].strip())
-                except (TypeError, KeyError, IndexError, AttributeError):
-                    continue
-        lowered: dict[str, str] = {}
-        shown: dict[str, str] = {}
-        for header in headers_list:
-            try:
-                name, value = header["name"], header["value"]
-                key, secret = _header_info(name)
-            except (TypeError, KeyError, AttributeError):
-                continue
-            if type(value) is not str:
-                continue
-            if key in _PREDICATE_HEADERS:
-                lowered[key] = value.lower()
-            if secret or (value[:1] in "BbTtDd" and _SECRET_VALUE.match(value)):
-                if key == "cookie":
-                    for v in _cookie_values(value):
-                        secrets.add(v)
-                secrets.add(value)
-                secrets.add(value.split(None, 1)[-1])
-                shown[key] = REDACTED
-            else:
-                if "://" in value:  # a Referer carries the page's query (form keys, tokens)
-                    value = _redact_url(value)
-                shown[key] = f"{shown[key]}, {value}" if key in shown else value
-
-        method = request.get("method")
-        method = method if type(method) is str else None
-        url = request.get("url")
-        url = url if type(url) is str else None
-        path = url_path(url) if url is not None else None
-        static = path is not None and path.endswith(STATIC_ASSET_SUFFIXES)
-        navigation = method is not None and is_navigation(method, lowered)
-        content = response.get("content")
-        if type(content) is not dict:
-            content = {}
-        size = _number(content.get("size"))
-        if size is None or size < 0:
-            size = _number(response.get("bodySize"))
-        status = response.get("status")
-        redirect = response.get("redirectURL")
-        mime = content.get("mimeType")
-        post = _post_data(request) if "postData" in request else None
-        scrub = secrets.scrub_all
-        self.rows.append(
-            (
-                len(self),
-                entry_d.get("startedDateTime"),
-                _number(entry_d.get("time")),
-                method,
-                scrub(_redact_url(url)),
-                scrub(path),
-                scrub(_query_json(url)) if url else None,
-                status if type(status) is int else None,
-                mime if type(mime) is str else None,
-                int(size) if size is not None and size >= 0 else None,
-                scrub(shown.get("referer")),
-                scrub(_redact_url(redirect)) if redirect and type(redirect) is str else None,
-                None if post is None else scrub(_dumps(post)),
-                static,
-                navigation,
-                event_type(method, navigation),
-                scrub(_dumps(shown)),
-            )
-        )
-        if len(self.rows) >= _BATCH_ROWS:
-            self._flush()
-        return None if static else entry
-
-    def _flush(self) -> None:
-        """Move buffered rows into an Arrow batch: compact columns instead of many small objects."""
-        n = len(self.rows)
-        if not n:
-            return
-        columns = zip(*self.rows, strict=True)
-        arrays = [
-            pa.repeat(pa.scalar(self.run, pa.string()), n),
-            pa.repeat(pa.scalar(self.task_id, pa.int32()), n),
-        ]
-        for name, values in zip(_ROW_COLUMNS, columns, strict=True):
-            arrays.append(_timestamps(values) if name == "started_at" else pa.array(values, _TYPES[name]))
-        self.batches.append(pa.RecordBatch.from_arrays(arrays, schema=NETWORK_EVENTS_SCHEMA))
-        self.flushed += n
-        self.rows.clear()
-
-    def table(self) -> pa.Table:
-        self._flush()
-        return pa.Table.from_batches(self.batches, schema=NETWORK_EVENTS_SCHEMA)
-
-
-def network_events_table(run: str, task_id: int, entries: Iterable[Any]) -> pa.Table:
-    """`network_events` rows of one task's trace as an Arrow table (seq = index of the entry)."""
-    builder = NetworkEventsBuilder(run, task_id)
-    for entry in entries:
-        builder.add(entry)
-    return builder.table()
-
-
 class _SharedHeaders:
     """Identical header objects of a trace's kept entries become one shared object.
 
@@ -832,29 +413,46 @@ class ParsedTrace:
     scoring_entries: list[Any]
     scoring_seqs: list[int]
     malformed: dict[str, int]  # shape problems found in entries: {description: count}
+    truncated: dict[str, int]  # values cut to FIELD_LIMIT before storage: {kind of value: count}
+
+
+# Entries per batch of a streamed trace: its rows are built column by column, a batch at a time.
+_STREAM_BATCH = 4096
 
 
 def parse_trace(path: Path, run: str, task_id: int) -> ParsedTrace:
-    """Read a trace file once (streaming): InputError if unusable, nothing partial returned."""
+    """Read a trace file once: InputError if unusable, nothing partial returned.
+
+    A HAR up to 32 MiB is parsed whole; a larger one is streamed and its rows built a batch at a time,
+    keeping only the engine's entries (identical headers shared), so memory follows the batch, not the file.
+    """
     path = Path(path)
-    builder = NetworkEventsBuilder(run, task_id)
-    # Sharing identical headers bounds memory only when entries are streamed from a large file; a small
-    # file is parsed whole anyway, so there it would be pure cost on the hot path.
-    keep = _SharedHeaders().compact if _is_streamed(path) else _as_is
+    builder = EventsBuilder(run, task_id)
     entries: list[Any] = []
     seqs: list[int] = []
-    first = None
+    first: list[Any] = []
     with gc_paused():
-        for seq, entry in enumerate(iter_trace_entries(path)):
-            if seq == 0:
-                first = entry
-            if builder.add(entry) is not None:
-                entries.append(keep(entry))
-                seqs.append(seq)
+        if _is_streamed(path):
+            keep = _SharedHeaders().compact
+            for batch in chunked(iter_trace_entries(path), _STREAM_BATCH):
+                _keep_scoring(builder, batch, entries, seqs, first, keep)
+        else:
+            _keep_scoring(builder, list(iter_trace_entries(path)), entries, seqs, first, _as_is)
         table = builder.table()
-    if not entries and first is not None:
-        entries, seqs = [first], [0]
-    return ParsedTrace(path, table, entries, seqs, builder.malformed)
+    if not entries and first:  # only static assets: the engine still gets a non-empty trace
+        entries, seqs = first, [0]
+    return ParsedTrace(path, table, entries, seqs, builder.malformed, builder.truncated)
+
+
+def _keep_scoring(builder: EventsBuilder, batch: list, entries: list, seqs: list, first: list, keep) -> None:
+    """Add a batch's rows; keep the entries the engine evaluates (and the trace's first entry)."""
+    start = len(builder)
+    if start == 0 and batch:
+        first.append(batch[0])
+    static = builder.add(batch)
+    for i in np.flatnonzero(~static).tolist():
+        entries.append(keep(batch[i]))
+        seqs.append(start + i)
 
 
 def _as_is(entry: Any) -> Any:

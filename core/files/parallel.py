@@ -1,6 +1,11 @@
-"""One way to use both cores: an ordered, chunked map over worker processes.
+"""One way to use both cores: worker processes started once per run, and an ordered, chunked map over them.
 
-Workers are started with `spawn`, never `fork`: the parent holds a DuckDB connection and its threads.
+Workers are forked from a fork server (`forkserver`), never from this process: the parent holds a DuckDB
+connection and its threads. The fork server imports the modules a run needs once (`preload`, e.g. the
+scoring engine, which takes a second to import), and every worker is a fork of it, so no worker imports
+them again and none pays an interpreter teardown when it exits. The server is started as soon as the pool
+is opened, so its imports run while this process reads the run's files.
+
 At most `2 × workers` chunks are in flight, so a long input never sits in memory whole. When the pool
 cannot run (a caller script without a `__main__` guard, a worker killed), the chunks it left undone are
 processed in this process instead: slower, never a failed import.
@@ -8,12 +13,15 @@ processed in this process instead: slower, never a failed import.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+import multiprocessing.forkserver
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from core.progress import ProgressCallback
 
@@ -29,6 +37,114 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
+# What the workers of a run import and score need (the engine takes about a second to import; pyarrow
+# imports pandas on its first conversion of Python values). Named here, as text, so the command line can
+# start the fork server before it imports any of them itself.
+SCORING_MODULES = (
+    "core.ingest.wav_run",
+    "core.scoring.engine",
+    "webarena_verified.api.webarena_verified",
+    "pandas",
+)
+
+
+def start_fork_server(preload: Sequence[str]) -> None:
+    """Start this process's fork server now; it imports `preload` in the background and every later
+    `WorkerPool` forks its workers from it. Once it runs, later calls change nothing."""
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
+    multiprocessing.forkserver.ensure_running()
+
+
+class WorkerPool:
+    """`workers` processes for one run (none when `workers` is 1: everything runs here).
+
+    `fn`s given to `call` and `map_chunks` must be picklable module-level functions (a
+    `functools.partial` of one is fine) that set up what they need once per process themselves
+    (e.g. an `lru_cache`d engine).
+    """
+
+    def __init__(self, workers: int, preload: Sequence[str] = ()):
+        self.workers = workers
+        self.preload = list(preload)
+        self.executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> WorkerPool:
+        if self.workers > 1:
+            start_fork_server(self.preload)
+            self.executor = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("forkserver")
+            )
+            # Start the server and the workers now, from a thread: the first start waits for the server's
+            # imports, which then overlap this process's own work instead of delaying it.
+            threading.Thread(target=_start, args=(self.executor,), daemon=True).start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if self.executor is not None:
+            # Every result is in; forked workers exit at once, nothing to wait for.
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            self.executor = None
+            if exc_type is not None:
+                # Ctrl-C or SIGTERM (the CLI turns it into KeyboardInterrupt), or an error: stop the workers
+                # now instead of letting them finish the chunks they hold, so none outlives the command.
+                for worker in multiprocessing.active_children():
+                    worker.terminate()
+
+    def call(self, fn: Callable[..., R], *args: Any) -> R:
+        """`fn(*args)` in a worker (whose imports are then done), or here without workers."""
+        if self.executor is not None:
+            try:
+                return self.executor.submit(fn, *args).result()
+            except BrokenProcessPool:
+                self.executor = None
+        return fn(*args)
+
+    def map_chunks(
+        self,
+        fn: Callable[[list[T]], list[R]],
+        items: Iterable[T],
+        *,
+        chunk_size: int,
+        total: int | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> list[R]:
+        """`fn` over chunks of `items` in the workers, results flattened in input order."""
+        progress = on_progress or (lambda done, total: None)
+        done = 0
+
+        def report(n: int) -> None:
+            nonlocal done
+            done += n
+            progress(done, max(total or 0, done))
+
+        progress(0, total or 0)
+        indexed: Iterator[Indexed] = enumerate(chunked(items, chunk_size))
+        results: dict[int, list[R]] = {}
+        leftovers: list[Indexed] = []
+        if self.executor is not None:
+            leftovers = self._run(fn, indexed, results, report)
+        for index, chunk in itertools.chain(leftovers, indexed):
+            results[index] = fn(chunk)
+            report(len(chunk))
+        return [r for index in sorted(results) for r in results[index]]
+
+    def _run(self, fn, indexed: Iterator[Indexed], results: dict, report) -> list[Indexed]:
+        """Run chunks in the workers until `indexed` is exhausted; on a broken pool return the undone chunks."""
+        assert self.executor is not None
+        pending: dict[Future, Indexed] = {}
+        try:
+            for index, chunk in indexed:
+                pending[self.executor.submit(fn, chunk)] = (index, chunk)
+                while len(pending) >= 2 * self.workers:
+                    _collect(pending, results, report)
+            while pending:
+                _collect(pending, results, report)
+        except BrokenProcessPool:
+            self.executor = None
+            return sorted(pending.values(), key=lambda item: item[0])
+        return []
+
+
 def map_chunks(
     fn: Callable[[list[T]], list[R]],
     items: Iterable[T],
@@ -38,57 +154,19 @@ def map_chunks(
     total: int | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> list[R]:
-    """`fn` over chunks of `items`, results flattened in input order.
-
-    `fn` must be a picklable module-level function (a `functools.partial` of one is fine) that sets
-    up what it needs once per process itself (e.g. an `lru_cache`d engine).
-    """
-    progress = on_progress or (lambda done, total: None)
-    done = 0
-
-    def report(n: int) -> None:
-        nonlocal done
-        done += n
-        progress(done, max(total or 0, done))
-
-    progress(0, total or 0)
-    indexed: Iterator[Indexed] = enumerate(chunked(items, chunk_size))
-    results: dict[int, list[R]] = {}
-    leftovers: list[Indexed] = []
-    if workers > 1:
-        head = list(itertools.islice(indexed, 2))
-        indexed = itertools.chain(head, indexed)
-        if len(head) > 1:  # one chunk is not worth starting processes for
-            leftovers = _run_pool(fn, indexed, workers, results, report)
-    for index, chunk in itertools.chain(leftovers, indexed):
-        results[index] = fn(chunk)
-        report(len(chunk))
-    return [r for index in sorted(results) for r in results[index]]
+    """`fn` over chunks of `items`, results flattened in input order, in a pool of its own (one chunk
+    alone is not worth starting processes for: it runs here)."""
+    iterator = enumerate(chunked(items, chunk_size))
+    head = list(itertools.islice(iterator, 2))
+    chunks = (chunk for _, chunk in itertools.chain(head, iterator))
+    flat = (item for chunk in chunks for item in chunk)
+    with WorkerPool(workers if len(head) > 1 else 1) as pool:
+        return pool.map_chunks(fn, flat, chunk_size=chunk_size, total=total, on_progress=on_progress)
 
 
-def _run_pool(fn, indexed: Iterator[Indexed], workers: int, results: dict, report) -> list[Indexed]:
-    """Run chunks in a pool until `indexed` is exhausted; on a broken pool return the undone chunks."""
-    pending: dict = {}
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
-    try:
-        for index, chunk in indexed:
-            pending[pool.submit(fn, chunk)] = (index, chunk)
-            while len(pending) >= 2 * workers:
-                _collect(pending, results, report)
-        while pending:
-            _collect(pending, results, report)
-    except BrokenProcessPool:
-        pool.shutdown(wait=True)
-        return sorted(pending.values(), key=lambda item: item[0])
-    except BaseException:
-        # Ctrl-C or SIGTERM (the CLI turns it into KeyboardInterrupt), or an error: stop the workers now
-        # instead of waiting for the chunks they hold, so none outlives the command.
-        pool.shutdown(wait=False, cancel_futures=True)
-        for worker in multiprocessing.active_children():
-            worker.terminate()
-        raise
-    pool.shutdown(wait=True)
-    return []
+def _start(executor: ProcessPoolExecutor) -> None:
+    with contextlib.suppress(BrokenProcessPool, OSError, RuntimeError):  # `call`/`map_chunks` then see it
+        executor.submit(int)
 
 
 def _collect(pending: dict, results: dict, report) -> None:

@@ -1,6 +1,12 @@
-"""Secrets found by their value, not only by their field name (used by core.files.har before anything is stored).
+"""What a network trace must not leave in the database: the redaction rules, applied to `network_events`
+(core.files.network_events) and to what the engine reports about trace events (`redact_report`).
 
-Name rules (core.files.har `_SECRET_FIELD`: token, password, session, ...) miss secrets whose field names are
+By name: secret header names (`SECRET_HEADER`: auth, cookie, token, session, ...), secret query and form
+field names (`SECRET_FIELD`: token, password, form_key, ...), URL user info, auth-scheme values
+(`SECRET_VALUE`), and every value a trace sets as a cookie or sends in a secret header (`Secrets`),
+wherever it appears again.
+
+By value: name rules miss secrets whose field names are
 generic or short: signed-URL parameters (`X-Amz-Credential`, `X-Amz-Signature`, `sig`), an OAuth `code`,
 an API `key`, a JSON body's `credentials`. Three rules close that gap without touching the ordinary ids
 the evaluators compare (`id=123`, `sku=MH01-XS-Black`, `code=US`, `order_id=000000170`):
@@ -22,6 +28,9 @@ import math
 import re
 from collections import Counter
 from typing import Any
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlparse
+
+import orjson
 
 REDACTED = "[REDACTED]"
 
@@ -40,7 +49,7 @@ _TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-.~+/=%:]{16,}")
 _MIN_ENTROPY_BITS = 3.0  # per character; "aaaaaaaaaaaaaaaa1" or "0000000000000170" stay below it
 
 # Shapes of well-known credentials, wherever they appear.
-_TOKEN_SHAPE = re.compile(
+TOKEN_SHAPE = re.compile(
     r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # JWT (header and payload are JSON)
     r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"  # AWS access key id
     r"|\bgh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
@@ -48,7 +57,8 @@ _TOKEN_SHAPE = re.compile(
     r"|\bsk-[A-Za-z0-9_-]{20,}"  # OpenAI-style secret keys
     r"|\bxox[abposr]-[A-Za-z0-9-]{10,}"  # Slack tokens
 )
-_TOKEN_HINTS = ("eyJ", "AKIA", "ASIA", "gh", "glpat-", "sk-", "xox")
+# Any of the shapes' first characters: one search tells whether a text can hold a token at all.
+_TOKEN_HINT = re.compile(r"eyJ|AKIA|ASIA|gh|glpat-|sk-|xox")
 
 # `name=value`, `name: value`, `"name": "value"` in free text, for names matching `names` below.
 _PAIR = re.compile(
@@ -71,7 +81,7 @@ def looks_secret(value: Any) -> bool:
 
 
 def secret_by_value(name: Any, value: Any) -> bool:
-    """Whether field `name` holding `value` is a secret by the value rules (the name rules are core.files.har's)."""
+    """Whether field `name` holding `value` is a secret by the value rules (the name rules: `SECRET_FIELD`)."""
     if not isinstance(name, str):
         return False
     if SIGNED_FIELD.fullmatch(name.strip()):
@@ -79,17 +89,22 @@ def secret_by_value(name: Any, value: Any) -> bool:
     return bool(SECRETISH_FIELD.search(name)) and looks_secret(value)
 
 
+def may_hold_token(text: str) -> bool:
+    """False when `text` cannot hold a well-known token shape (`scrub_tokens` would leave it as it is)."""
+    return _TOKEN_HINT.search(text) is not None
+
+
 def scrub_tokens(text: str | None) -> str | None:
     """Well-known credential shapes replaced wherever they appear in `text`."""
-    if not text or not any(hint in text for hint in _TOKEN_HINTS):
+    if not text or not _TOKEN_HINT.search(text):
         return text
-    return _TOKEN_SHAPE.sub(REDACTED, text)
+    return TOKEN_SHAPE.sub(REDACTED, text)
 
 
 def redact_text(text: str, secret_name: re.Pattern[str]) -> str:
     """Free text with the values of secret `name=value` / `name: value` pairs replaced.
 
-    `secret_name` is the name rule of the caller (core.files.har `_SECRET_FIELD`); the value rules apply too.
+    `secret_name` is the name rule of the caller (`SECRET_FIELD`); the value rules apply too.
     """
     if not text or ("=" not in text and ":" not in text):
         return scrub_tokens(text) or text
@@ -101,3 +116,158 @@ def redact_text(text: str, secret_name: re.Pattern[str]) -> str:
         return f"{name}{match.group('sep')}{REDACTED}"
 
     return scrub_tokens(_PAIR.sub(replace, text)) or ""
+
+
+# -- the name rules of network traces (headers, query and form fields) and the helpers built on them ---------
+# Header names whose values are secrets: the official submission sanitiser's patterns (auth, token, key,
+# secret) plus cookies, CSRF/XSRF and sessions, which that sanitiser keeps but we never store.
+SECRET_HEADER = re.compile(
+    r"^(?!:authority$).*(auth|token|key|secret|cookie|csrf|xsrf|session|password)", re.IGNORECASE
+)
+# Query/form field names whose values are secrets (GitLab private_token, Magento form_key, passwords).
+SECRET_FIELD = re.compile(
+    r"token|csrf|xsrf|secret|passw|passwd|pwd|api[-_]?key|apikey|auth|session|form_key|sid$|signature",
+    re.IGNORECASE,
+)
+SECRET_VALUE = re.compile(r"^\s*(bearer|basic|token|digest)\s+\S", re.IGNORECASE)
+# (Values stop at white space and quotes too, so a URL quoted in a sentence is redacted in place.)
+_SECRET_QUERY_PARAM = re.compile(
+    r"([?&;#][^=&#;\s]*?(?:" + SECRET_FIELD.pattern + r")[^=&#;\s]*=)([^&#;\s\"'<>]*)", re.I
+)
+# Any `name=value` of a query or fragment, for names that must be percent-decoded before the test.
+_URL_PARAM = re.compile(r"([?&;#])([^=&#;\s]*)=([^&#;\s\"'<>]*)")
+# `scheme://user:password@`: the password goes.
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:\s]*):[^/?#@\s]*@")
+# Values shorter than this are not searched for elsewhere (a cookie "1" would redact every digit).
+MIN_SECRET_LEN = 6
+MAX_SECRETS = 512  # distinct secret values remembered per trace (bounds the scrub cost)
+
+
+def secret_field(name: Any, value: Any) -> bool:
+    """A secret by its name (passwords, tokens, form keys) or by its value (`secret_by_value`)."""
+    return isinstance(name, str) and (bool(SECRET_FIELD.search(name)) or secret_by_value(name, value))
+
+
+def redact_fields(value: Any) -> Any:
+    """Replace the values of secret fields at any depth (a `credentials` object goes whole); strings
+    keep no well-known token shape (a JWT in a `data` field)."""
+    if isinstance(value, dict):
+        return {k: (REDACTED if secret_field(k, v) else redact_fields(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_fields(v) for v in value]
+    if isinstance(value, str):
+        return scrub_tokens(value)
+    return value
+
+
+def redact_url(url: str | None) -> str | None:
+    """The URL with the password of its user info and the values of secret-named query or fragment
+    fields (names compared percent-decoded, as the query column shows them) replaced."""
+    if not url:
+        return url
+    if "@" in url:
+        url = _USERINFO.sub(r"\1:" + REDACTED + "@", url)
+    if "?" in url or ";" in url or "#" in url:
+        url = _SECRET_QUERY_PARAM.sub(lambda m: m.group(1) + REDACTED, url)
+        # Names compared percent-decoded; values by shape (signed URLs, OAuth codes, API keys).
+        url = _URL_PARAM.sub(_redact_encoded_param, url)
+    return scrub_tokens(url)
+
+
+def _redact_encoded_param(match: re.Match) -> str:
+    name, value = match.group(2), match.group(3)
+    if value == REDACTED:
+        return match.group(0)
+    plain = unquote_plus(name) if "%" in name or "+" in name else name
+    if secret_field(plain, unquote_plus(value) if "%" in value else value):
+        return f"{match.group(1)}{name}={REDACTED}"
+    return match.group(0)
+
+
+def redact_report(value: Any) -> Any:
+    """What the engine reports about trace events (URLs, post data), redacted by the rules of the
+    stored events: URL passwords, secret query/fragment fields, values of secret-named fields."""
+    if isinstance(value, str):
+        # A quoted request body (text/plain, a form) may carry `password=...` anywhere in its text.
+        return redact_text(redact_url(value) or value, SECRET_FIELD)
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if secret_field(k, v) and not isinstance(v, dict | list | None) else redact_report(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_report(v) for v in value]
+    return value
+
+
+def query_json(url: str) -> str | None:
+    """The URL's query as a JSON object (a repeated parameter keeps every value, in order), secret
+    values replaced; None without a query."""
+    query = urlparse(url).query
+    if not query:
+        return None
+    params: dict[str, Any] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        value = REDACTED if secret_field(name, value) else scrub_tokens(value)
+        if name in params:  # repeated parameter: keep every value, in order
+            prior = params[name]
+            params[name] = [*prior, value] if isinstance(prior, list) else [prior, value]
+        else:
+            params[name] = value
+    return dumps(params)
+
+
+def post_data_json(post: Any) -> str | None:
+    """A request's `postData` as the engine parses it (so we show what it compares), secret fields
+    replaced, as JSON text; None when it has none or it cannot be parsed."""
+    if not isinstance(post, dict):
+        return None
+    from webarena_verified.core.utils.network_event_utils import parse_har_content
+
+    try:
+        parsed = parse_har_content(post)
+    except Exception:  # hostile bodies must not stop an import; the engine will report them itself
+        return None
+    return None if parsed is None else dumps(redact_fields(parsed))
+
+
+def dumps(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def cookie_values(header_value: str) -> list[str]:
+    """The values of a `Cookie` header (`a=1; b=2`)."""
+    return [value.strip() for _, sep, value in (p.partition("=") for p in header_value.split(";")) if sep]
+
+
+class Secrets:
+    """Secret values seen in a trace (cookies, auth headers): scrubbed from every stored text."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, None] = {}  # insertion-ordered set
+        self.pattern: re.Pattern[str] | None = None
+
+    def add(self, value: Any) -> None:
+        if not isinstance(value, str) or len(value) < MIN_SECRET_LEN or len(self.values) >= MAX_SECRETS:
+            return
+        for v in (value, unquote(value)):
+            if len(v) >= MIN_SECRET_LEN and v not in self.values:
+                self.values[v] = None
+                self.pattern = None
+
+    def scrub_all(self, text: str | None) -> str | None:
+        """`scrub`, then well-known token shapes wherever they are."""
+        return scrub_tokens(self.scrub(text))
+
+    def scrub(self, text: str | None) -> str | None:
+        if not text or not self.values:
+            return text
+        if len(self.values) <= 8:  # substring tests are far cheaper than a regex for a few values
+            for v in self.values:
+                if v in text:
+                    text = text.replace(v, REDACTED)
+            return text
+        if self.pattern is None:
+            alternatives = sorted(self.values, key=len, reverse=True)
+            self.pattern = re.compile("|".join(re.escape(v) for v in alternatives))
+        return self.pattern.sub(REDACTED, text)

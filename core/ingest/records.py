@@ -11,10 +11,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from core.ingest.paradigm import Paradigm
 from core.measure.action_grammar import ParsedAction
 from core.measure.action_grammar.tool_calls import StepKind
 
-Paradigm = Literal["step_by_step", "tree_search", "full_plan", "human", "unknown"]
 Termination = Literal["answered", "na_answer", "early_stop", "truncated", "error", "interrupted", "none"]
 
 # Terminations that count as a complete attempt when choosing the run's answer for a task.

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 TASK_TYPES = ("RETRIEVE", "MUTATE", "NAVIGATE")
 STATUSES = (
@@ -29,8 +29,6 @@ _MAX_TRIES = 16
 
 class LintFinding(BaseModel):
     """One finding of the lint (`agent_responses.lint`; docs/schema.md lists the rules)."""
-
-    model_config = ConfigDict(use_attribute_docstrings=True)
 
     rule: str
     """The rule, e.g. `code_fence`, `missing_field`."""

@@ -17,18 +17,21 @@ from collections.abc import Callable, Iterable, Sequence, Sized
 from functools import cached_property, lru_cache, partial
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 from pydantic import BaseModel, Field, ValidationError
 
 from core.errors import InputError, NotFound
-from core.files.har import TRACE_FILES, redact_report
-from core.files.parallel import map_chunks
+from core.files.har import TRACE_FILES
+from core.files.parallel import SCORING_MODULES, WorkerPool
+from core.files.redaction import redact_report
 from core.files.submission import run_directory
 from core.progress import ProgressCallback
 from core.scoring import explanations
-from core.store import ShortLivedStore, Store, insert_rows, require_runs, utcnow
+
+if TYPE_CHECKING:  # a scoring worker never loads DuckDB: the store is the parent's
+    from core.store import ShortLivedStore, Store
 
 SOURCE = "webarena-verified"
 ENGINE_LOGGER = "WebArena-Verified"
@@ -98,15 +101,14 @@ class TaskScore(BaseModel):
 
 
 # -- configuration --------------------------------------------------------------------------------
-def load_config(config: Path | dict | None) -> dict | None:
-    """Validate an environment config (file, mapping or None) and return it as plain JSON data.
+def read_config(config: Path | dict | None) -> str:
+    """An environment config (file, mapping or None) as canonical JSON text, read without the engine.
 
-    Plain data crosses process boundaries; each worker builds its own engine config from it.
+    Plain text crosses process boundaries and keys each process's engine cache; the engine's own checks
+    run where the engine is loaded (`config_problem`, through `check_config`).
     """
-    from webarena_verified.types.config import WebArenaVerifiedConfig
-
     if config is None:
-        return None
+        return "null"
     if isinstance(config, (str, Path)):
         path = Path(config)
         try:
@@ -115,17 +117,37 @@ def load_config(config: Path | dict | None) -> dict | None:
             raise InputError(path, "no such config file") from None
         except (OSError, orjson.JSONDecodeError) as exc:
             raise InputError(path, f"not a JSON config: {str(exc).splitlines()[0]}") from None
-        source: str | Path = path
+        if not isinstance(raw, dict):
+            raise InputError(path, "config must be a JSON object")
     else:
-        raw, source = config, "config"
-    if not isinstance(raw, dict):
-        raise InputError(source, "config must be a JSON object")
+        raw = config
+        if not isinstance(raw, dict):
+            raise InputError("config", "config must be a JSON object")
+    return orjson.dumps(raw, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def config_problem(config_json: str) -> str | None:
+    """Why the engine rejects this config, in one line; None when it accepts it."""
+    from webarena_verified.types.config import WebArenaVerifiedConfig
+
+    raw = orjson.loads(config_json)
+    if raw is None:
+        return None
     try:
-        return WebArenaVerifiedConfig.model_validate(raw).model_dump(mode="json")
+        WebArenaVerifiedConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "config"
-        raise InputError(source, f"invalid webarena-verified config at {where}: {first['msg']}") from None
+        return f"invalid webarena-verified config at {where}: {first['msg']}"
+    return None
+
+
+def check_config(pool: WorkerPool, config_json: str, source: str | Path) -> None:
+    """InputError naming `source` when the engine rejects the config: checked in a worker of `pool`
+    (whose engine import is then done), before any task is read."""
+    problem = pool.call(config_problem, config_json)
+    if problem is not None:
+        raise InputError(source, problem)
 
 
 # -- the per-process engine -----------------------------------------------------------------------
@@ -139,6 +161,8 @@ class _Engine:
         # The engine logs every auto-corrected config and every failing evaluator with a traceback;
         # results carry the same information, so keep terminals and workers quiet.
         logging.getLogger(ENGINE_LOGGER).setLevel(logging.CRITICAL)
+        # Validated (and defaults filled in) here, where the engine lives; `check_config` already
+        # turned a rejected config into a one-line error.
         cfg = WebArenaVerifiedConfig.model_validate(config) if config is not None else None
         self.wa = WebArenaVerified(config=cfg)
 
@@ -245,22 +269,19 @@ def score_inputs(
 ) -> list[TaskScore]:
     """Score tasks with the official engine; results in input order.
 
-    `workers=1` scores in this process; more use worker processes that each build their engine once
-    (`core.files.parallel`). Inputs are consumed lazily, so a generator of inputs never sits in memory
-    whole. A bad config raises `InputError` before any work; a bad task gives status `error`.
+    `workers=1` scores in this process; more use worker processes forked from one that loaded the engine
+    (`core.files.parallel`), each building its engine once. Inputs are consumed lazily, so a generator of
+    inputs never sits in memory whole. A bad config raises `InputError` before any work; a bad task
+    gives status `error`.
     """
-    config_json = config_key(config)
+    config_json = read_config(config)
     if total is None and isinstance(inputs, Sized):
         total = len(inputs)
-    return map_chunks(
-        partial(score_chunk, config_json), inputs, workers=workers, chunk_size=_CHUNK, total=total,
-        on_progress=on_progress,
-    )  # fmt: skip
-
-
-def config_key(config: Path | dict | None) -> str:
-    """The engine config as canonical JSON text: validated once here, hashable for per-process caching."""
-    return orjson.dumps(load_config(config), option=orjson.OPT_SORT_KEYS).decode()
+    with WorkerPool(workers, preload=SCORING_MODULES) as pool:
+        check_config(pool, config_json, config if isinstance(config, (str, Path)) else "config")
+        return pool.map_chunks(
+            partial(score_chunk, config_json), inputs, chunk_size=_CHUNK, total=total, on_progress=on_progress
+        )
 
 
 # -- turning engine results into rows ---------------------------------------------------------------
@@ -493,6 +514,8 @@ def _event_briefs(context, seq_of: dict[int, int]) -> list[explanations.EventBri
 # -- storage ----------------------------------------------------------------------------------------
 def write_scores(cur, run: str, scores: Sequence[TaskScore]) -> None:
     """Replace the run's evaluations and evaluator results (inside the caller's transaction)."""
+    from core.store import insert_rows, utcnow
+
     cur.execute("DELETE FROM evaluator_results WHERE run = ?", [run])
     cur.execute("DELETE FROM evaluations WHERE run = ?", [run])
     now = utcnow()
@@ -560,6 +583,8 @@ def export_eval(store: Store, run: str, out: Path) -> int:
     """
     from webarena_verified.core.utils.immutable_obj_helper import serialize_to_json
     from webarena_verified.types.eval import TaskEvalResult, TasksEvalResults
+
+    from core.store import require_runs
 
     require_runs(store, [run])
     rows = store.query(

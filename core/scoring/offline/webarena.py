@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from nltk.tokenize import word_tokenize
-
 from core.scoring.explanations import clip, difference_note, quoted, short_url
 from core.scoring.offline.urls import canonical_url
 
@@ -82,7 +80,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 def word_tokens(text: str) -> list[str]:
     """NLTK's `word_tokenize`: the Treebank tokenizer per sentence. Sentences are split after `.`, `!`
     or `?` and a space (an approximation of the Punkt model, which cannot be downloaded here; it only
-    decides where a sentence-final period is split off)."""
+    decides where a sentence-final period is split off).
+
+    nltk is imported here, not at module level: importing it takes seconds (it pulls in scipy), and
+    every run import loads this module while only runs without traces ever tokenize."""
+    from nltk.tokenize import word_tokenize
+
     return [
         tok for sentence in _SENTENCE_END.split(text) for tok in word_tokenize(sentence, preserve_line=True)
     ]

@@ -1,0 +1,397 @@
+"""`network_events` rows of a trace, built column by column (Arrow), never a Python call per entry.
+
+A batch of entries becomes one Arrow struct array in a single C++ pass (`pa.array`); every column is then
+derived with Arrow compute: URL paths, the static-asset and navigation predicates, sizes, times, and the
+redaction of token shapes and of the trace's secret values (`core.files.redaction` rules, as RE2
+expressions or literal replacements). The rules that Arrow cannot express run in Python once per
+*distinct* value of the trace, not per entry: the request-header object of each distinct header list
+(traces repeat the same few), each URL with a query, fragment, user info or anything unusual, each
+request body. Entries of the wrong shape (a number where an object belongs, ...) are first reduced to
+the fields we read, with the same type rules, so a hostile trace still imports.
+
+Strings longer than `FIELD_LIMIT` (a URL, a header value, a request body) are cut to it with a marker
+before redaction and storage, and counted (`Batch.truncated`), so one huge value cannot multiply the
+import's memory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.files import redaction
+from core.files.entry_shape import INT32, plain_entry
+from core.files.redaction import REDACTED, Secrets, dumps
+
+NETWORK_EVENTS_SCHEMA = pa.schema(
+    [
+        ("run", pa.string()), ("task_id", pa.int32()), ("seq", pa.int32()),
+        ("started_at", pa.timestamp("us")), ("time_ms", pa.float64()), ("method", pa.string()),
+        ("url", pa.string()), ("url_path", pa.string()), ("query", pa.string()), ("status", pa.int32()),
+        ("mime_type", pa.string()), ("size", pa.int64()), ("referer", pa.string()),
+        ("redirect_url", pa.string()), ("post_data", pa.string()), ("is_static_asset", pa.bool_()),
+        ("is_navigation", pa.bool_()), ("event_type", pa.string()), ("request_headers", pa.string()),
+    ]
+)  # fmt: skip
+
+# The official suffix list (NetworkEvent.is_evaluation_event): these requests never count for evaluation.
+STATIC_ASSET_SUFFIXES = (
+    ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".woff", ".woff2", ".ttf", ".ico", ".webp",
+)  # fmt: skip
+MUTATION_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Headers the official navigation predicate reads (it lower-cases their values).
+_PREDICATE_HEADERS = frozenset({"accept", "sec-fetch-user", "sec-fetch-dest", "sec-fetch-mode"})
+
+# The longest URL, header value or request body stored (characters); longer ones are cut with a marker.
+FIELD_LIMIT = 1 << 20
+TRUNCATED_MARKER = "…[truncated by trajreview: {n} characters in the file]"
+
+_NAME_VALUE = pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))
+_COOKIES = pa.list_(pa.struct([("value", pa.string())]))
+# The fields of an entry we read, typed as the rules read them. `postData` is only tested for presence:
+# its body goes to the engine's own parser (`redaction.post_data_json`) from the original entry.
+ENTRY_TYPE = pa.struct(
+    [
+        ("startedDateTime", pa.string()),
+        ("time", pa.float64()),
+        ("request", pa.struct([("method", pa.string()), ("url", pa.string()), ("headers", _NAME_VALUE),
+                               ("cookies", _COOKIES), ("postData", pa.struct([]))])),
+        ("response", pa.struct([("status", pa.int64()), ("redirectURL", pa.string()), ("headers", _NAME_VALUE),
+                                ("cookies", _COOKIES), ("bodySize", pa.float64()),
+                                ("content", pa.struct([("size", pa.float64()), ("mimeType", pa.string())]))])),
+    ]
+)  # fmt: skip
+
+# A URL whose path this expression gives exactly as `urlparse(url).path` does: http(s), printable ASCII,
+# no query, fragment, parameters, user info, brackets or backslash; nothing in it for `redact_url`.
+_PLAIN_URL = re.compile(
+    r"[Hh][Tt][Tt][Pp][Ss]?://[^/?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*(?P<path>(?:/[^?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*)?)\Z"
+)
+_UTC = datetime.fromisoformat("2000-01-01T00:00:00+00:00").tzinfo
+_UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+def network_events_table(run: str, task_id: int, entries: Iterable[Any]) -> pa.Table:
+    """`network_events` rows of one task's trace as an Arrow table (seq = index of the entry)."""
+    builder = EventsBuilder(run, task_id)
+    builder.add(list(entries))
+    return builder.table()
+
+
+class EventsBuilder:
+    """The `network_events` rows of one task's trace, batch by batch (a streamed trace comes in batches).
+
+    Secrets found in a batch (cookies, auth headers) are scrubbed from that batch and every later one.
+    """
+
+    def __init__(self, run: str, task_id: int):
+        self.run = run
+        self.task_id = task_id
+        self.secrets = Secrets()
+        self.malformed: dict[str, int] = {}
+        self.truncated: dict[str, int] = {}  # kind of value -> how many were cut to FIELD_LIMIT
+        self.batches: list[pa.RecordBatch] = []
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _count(self, counts: dict[str, int], what: str, n: int) -> None:
+        if n:
+            counts[what] = counts.get(what, 0) + n
+
+    def add(self, entries: list) -> np.ndarray:
+        """Add a batch of entries (seq continues from the previous batch); returns its static-asset mask."""
+        if not entries:
+            return np.zeros(0, dtype=bool)
+        arr, entries = self._arrow(entries)
+        n = len(arr)
+        request, response = pc.struct_field(arr, "request"), pc.struct_field(arr, "response")
+        whole_url = pc.struct_field(request, "url")
+        url = self._cut(whole_url, "URLs")
+        method = pc.struct_field(request, "method")
+        headers = pc.struct_field(request, "headers")
+        headers = headers.combine_chunks() if isinstance(headers, pa.ChunkedArray) else headers
+
+        self._collect_secrets(request, response)
+        groups = _HeaderGroups(headers, self)
+        url_col, path, query, static = self._urls(url)
+        static = pc.fill_null(static, False)
+        redirect = self._cut(pc.struct_field(response, "redirectURL"), "redirect URLs")
+        redirect = pc.if_else(pc.equal(redirect, ""), pa.scalar(None, pa.string()), redirect)
+        redirect_col, _, _, _ = self._urls(redirect, paths=False)
+        if url is not whole_url:  # a cut URL: which entries the engine gets is decided on the whole one
+            cut = pc.fill_null(pc.greater(pc.utf8_length(whole_url), FIELD_LIMIT), False)
+            whole = [is_static_asset(u) for u in whole_url.filter(cut).to_pylist()]
+            static = pc.replace_with_mask(static, cut, pa.array(whole, pa.bool_()))
+        navigation = pc.and_(pc.fill_null(pc.equal(method, "GET"), False), groups.navigation())
+        event_type = pc.if_else(
+            navigation,
+            "navigation",
+            pc.if_else(
+                pc.fill_null(pc.is_in(method, pa.array(sorted(MUTATION_METHODS))), False), "mutation", "other"
+            ),
+        )
+        content = pc.struct_field(response, "content")
+        size = pc.struct_field(content, "size")
+        size = pc.if_else(
+            pc.fill_null(pc.greater_equal(size, 0), False), size, pc.struct_field(response, "bodySize")
+        )
+        size_ok = pc.and_(pc.greater_equal(size, 0), pc.less(size, float(1 << 63)))
+        size = pc.if_else(size_ok, pc.cast(size, pa.int64(), safe=False), pa.scalar(None, pa.int64()))
+        status = pc.struct_field(response, "status")
+        status_ok = pc.and_(pc.greater_equal(status, INT32[0]), pc.less_equal(status, INT32[1]))
+        status = pc.if_else(status_ok, status, pa.scalar(None, pa.int64())).cast(pa.int32())
+
+        columns = {
+            "run": pa.repeat(pa.scalar(self.run, pa.string()), n),
+            "task_id": pa.repeat(pa.scalar(self.task_id, pa.int32()), n),
+            "seq": pa.array(np.arange(self.n, self.n + n, dtype=np.int32)),
+            "started_at": _timestamps(pc.struct_field(arr, "startedDateTime")),
+            "time_ms": pc.struct_field(arr, "time"),
+            "method": method,
+            "url": url_col,
+            "url_path": path,
+            "query": query,
+            "status": status,
+            "mime_type": pc.struct_field(content, "mimeType"),
+            "size": size,
+            "referer": groups.referer(),
+            "redirect_url": redirect_col,
+            "post_data": self._post_data(request, entries),
+            "is_static_asset": static,
+            "is_navigation": navigation,
+            "event_type": event_type,
+            "request_headers": groups.shown(),
+        }
+        self.batches.append(pa.RecordBatch.from_arrays(list(columns.values()), schema=NETWORK_EVENTS_SCHEMA))
+        self.n += n
+        return static.to_numpy(zero_copy_only=False)
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_batches(self.batches, schema=NETWORK_EVENTS_SCHEMA)
+
+    # -- reading the batch --------------------------------------------------------------------------------
+    def _arrow(self, entries: list) -> tuple[pa.StructArray, list]:
+        """The batch as one struct array; entries of an unexpected shape are reduced first (`core.files.entry_shape`)."""
+        try:
+            arr = pa.array(entries, type=ENTRY_TYPE)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            entries = [plain_entry(entry, self.malformed) for entry in entries]
+            return pa.array(entries, type=ENTRY_TYPE), entries
+        request = pc.struct_field(arr, "request")
+        self._count(self.malformed, "entries without a request", request.null_count)
+        self._count(self.malformed, "entries without a response", pc.struct_field(arr, "response").null_count)
+        self._count(
+            self.malformed, "entries without request headers", pc.struct_field(request, "headers").null_count
+        )
+        return arr, entries
+
+    def _cut(self, values: pa.Array, what: str) -> pa.Array:
+        """Values longer than FIELD_LIMIT cut to it, with a marker saying how long they were."""
+        lengths = pc.utf8_length(values)
+        long = pc.fill_null(pc.greater(lengths, FIELD_LIMIT), False)
+        count = pc.sum(long).as_py() or 0
+        if not count:
+            return values
+        self._count(self.truncated, what, count)
+        marks = [TRUNCATED_MARKER.format(n=n) for n in pc.filter(lengths, long).to_pylist()]
+        cut = pc.binary_join_element_wise(
+            pc.utf8_slice_codeunits(pc.filter(values, long), 0, FIELD_LIMIT), pa.array(marks), ""
+        )
+        return pc.replace_with_mask(values, long, cut)
+
+    def _collect_secrets(self, request, response) -> None:
+        """Cookie values and Set-Cookie values of the batch (the header rules add theirs in _HeaderGroups)."""
+        for part in (request, response):
+            values = pc.struct_field(pc.list_flatten(pc.struct_field(part, "cookies")), "value")
+            for value in pc.unique(values.drop_null()).to_pylist():
+                self.secrets.add(value)
+        flat = pc.list_flatten(pc.struct_field(response, "headers"))
+        names = pc.struct_field(flat, "name")
+        set_cookie = pc.fill_null(pc.equal(pc.utf8_lower(names), "set-cookie"), False)
+        for value in pc.unique(pc.struct_field(flat, "value").filter(set_cookie).drop_null()).to_pylist():
+            for line in value.splitlines():
+                self.secrets.add(line.split(";", 1)[0].partition("=")[2].strip())
+
+    # -- columns ------------------------------------------------------------------------------------------
+    def _urls(self, url: pa.Array, *, paths: bool = True) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+        """(redacted URL, path, query JSON, static asset?), by the rules of `_url_columns`, computed once per
+        distinct URL of the batch (urlparse is the engine's own rule: no expression stands in for it)."""
+        encoded = pc.dictionary_encode(url)
+        rows = [self._url_columns(v, paths) for v in encoded.dictionary.to_pylist()]
+        types = (pa.string(), pa.string(), pa.string(), pa.bool_())
+        if not rows:  # no URL at all
+            return tuple(pa.nulls(len(url), kind) for kind in types)  # type: ignore[return-value]
+        columns = [pa.array(list(c), kind) for c, kind in zip(zip(*rows, strict=True), types, strict=True)]
+        return tuple(column.take(encoded.indices) for column in columns)  # type: ignore[return-value]
+
+    def _url_columns(self, url: str, paths: bool) -> tuple[str | None, str | None, str | None, bool]:
+        """One URL: redacted for storage, its path, its query as JSON, whether the engine ignores it."""
+        plain = _PLAIN_URL.match(url)
+        if plain is not None and not redaction.may_hold_token(url):
+            # Only the trace's secret values to redact, and the path is what urlparse gives (tests/test_har.py).
+            scrub_secrets = self.secrets.scrub
+            if not paths:
+                return scrub_secrets(url), None, None, False
+            path = plain.group("path")
+            return scrub_secrets(url), scrub_secrets(path), None, path.endswith(STATIC_ASSET_SUFFIXES)
+        scrub = self.secrets.scrub_all
+        shown = scrub(redaction.redact_url(url))
+        if not paths:
+            return shown, None, None, False
+        try:
+            path = url_path(url)
+        except ValueError:  # urlparse refuses it (a bad IPv6 host): stored without path and query
+            return shown, None, None, False
+        query = scrub(redaction.query_json(url)) if "?" in url else None
+        return shown, scrub(path), query, path.endswith(STATIC_ASSET_SUFFIXES)
+
+    def _post_data(self, request, entries: list) -> pa.Array:
+        """Request bodies, parsed by the engine's parser and redacted: Python for each entry that has one."""
+        present = pc.is_valid(pc.struct_field(request, "postData"))
+        n = len(present)
+        if not pc.any(present).as_py():
+            return pa.nulls(n, pa.string())
+        scrub = self.secrets.scrub_all
+        at = np.flatnonzero(present.to_numpy(zero_copy_only=False))
+        bodies = []
+        for i in at.tolist():
+            post = entries[i]["request"]["postData"]
+            body = post.get("text")
+            if isinstance(body, str) and len(body) > FIELD_LIMIT:  # measured before it is parsed
+                self._count(self.truncated, "request bodies", 1)
+                bodies.append(dumps(TRUNCATED_MARKER.format(n=len(body))))
+            else:
+                bodies.append(scrub(redaction.post_data_json(post)))
+        return pc.replace_with_mask(pa.nulls(n, pa.string()), present, pa.array(bodies, pa.string()))
+
+
+class _HeaderGroups:
+    """The request headers of a batch, by distinct header list: shown object, navigation, referer, secrets.
+
+    Each header list is keyed by a self-delimiting encoding of its (name, value) pairs, so two lists share a
+    key only when they are equal; the rules of `_shown` run once per key.
+    """
+
+    def __init__(self, headers: pa.ListArray, builder: EventsBuilder):
+        values = headers.values
+        names, texts = pc.struct_field(values, "name"), pc.struct_field(values, "value")
+        valid = pc.and_(pc.is_valid(names), pc.is_valid(texts))
+        texts = builder._cut(texts, "header values")
+        token = pc.binary_join_element_wise(
+            pc.cast(pc.utf8_length(names), pa.string()),
+            names,
+            pc.cast(pc.utf8_length(texts), pa.string()),
+            texts,
+            ":",
+        )
+        token = pc.if_else(valid, token, "")
+        # List offsets index `headers.values`, which `token` follows one to one.
+        keys = pc.binary_join(pa.ListArray.from_arrays(headers.offsets, token), "")
+        present = pc.is_valid(headers)
+        keys = pc.if_else(present, keys, "")
+        encoded = pc.dictionary_encode(keys)
+        self.indices = encoded.indices
+        _, first = np.unique(self.indices.to_numpy(zero_copy_only=False), return_index=True)
+        start = headers.offsets.to_numpy()
+        present = present.to_numpy(zero_copy_only=False)
+        listed = [
+            (names[start[i] : start[i + 1]].to_pylist(), texts[start[i] : start[i + 1]].to_pylist())
+            if present[i]
+            else ([], [])
+            for i in first.tolist()
+        ]
+        shown = [_shown(n, v, builder.secrets) for n, v in listed]  # adds the secret headers' values
+        scrub = builder.secrets.scrub_all
+        self._shown = pa.array([scrub(dumps(s)) for s, _ in shown], pa.string())
+        self._referer = pa.array([scrub(s.get("referer")) for s, _ in shown], pa.string())
+        self._navigation = pa.array([nav for _, nav in shown], pa.bool_())
+
+    def shown(self) -> pa.Array:
+        return self._shown.take(self.indices)
+
+    def referer(self) -> pa.Array:
+        return self._referer.take(self.indices)
+
+    def navigation(self) -> pa.Array:
+        return self._navigation.take(self.indices)
+
+
+def _shown(names: list, values: list, secrets: Secrets) -> tuple[dict[str, str], bool]:
+    """One header list as stored (lower-cased names, secret values replaced, repeated names joined with
+    ', ', URLs redacted) and whether it passes the official navigation predicate (given a GET)."""
+    lowered: dict[str, str] = {}
+    shown: dict[str, str] = {}
+    for name, value in zip(names, values, strict=True):
+        if name is None or value is None:
+            continue
+        key = name.lower()
+        if key in _PREDICATE_HEADERS:
+            lowered[key] = value.lower()
+        if redaction.SECRET_HEADER.search(key) or redaction.SECRET_VALUE.match(value):
+            if key == "cookie":
+                for v in redaction.cookie_values(value):
+                    secrets.add(v)
+            secrets.add(value)
+            secrets.add(value.split(None, 1)[-1] if value.split() else value)
+            shown[key] = REDACTED
+        else:
+            if "://" in value:  # a Referer carries the page's query (form keys, tokens)
+                value = redaction.redact_url(value)
+            shown[key] = f"{shown[key]}, {value}" if key in shown else value
+    return shown, _navigation_headers(lowered)
+
+
+def _navigation_headers(headers: dict[str, str]) -> bool:
+    """The official navigation predicate's header part (`NetworkEvent.is_navigation_event`)."""
+    if "sec-fetch-user" in headers:
+        return (
+            headers.get("sec-fetch-dest") == "document"
+            and headers.get("sec-fetch-mode") == "navigate"
+            and headers.get("sec-fetch-user") == "?1"
+            and "text/html" in headers.get("accept", "")
+        )
+    return headers.get("accept", "").startswith("text/html")
+
+
+def url_path(url: str) -> str:
+    """The path component exactly as the official engine computes it (`urlparse(url).path`)."""
+    return urlparse(url).path
+
+
+def is_static_asset(url: str) -> bool:
+    """True when the official engine ignores the request (not an evaluation event)."""
+    try:
+        return url_path(url).endswith(STATIC_ASSET_SUFFIXES)
+    except ValueError:
+        return False
+
+
+def _timestamps(values: pa.Array) -> pa.Array:
+    """HAR `startedDateTime` strings as naive UTC timestamps: Arrow's ISO parser, per value if any is odd."""
+    try:
+        aware = values.cast(_UTC_TIMESTAMP)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        aware = pa.array([_parse_time(v) for v in values.to_pylist()], _UTC_TIMESTAMP)
+    return aware.cast(pa.timestamp("us"))  # same instants, time zone dropped (the schema stores UTC)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    try:
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=_UTC)
+    except (OverflowError, ValueError):
+        return None

@@ -1,0 +1,58 @@
+"""Start-up stays light: `trajreview --help` loads no database, Arrow, pydantic or UI library, and a whole
+`import wav-run` (scored in the process, so everything the workers do is done here) never loads nltk,
+plotly or streamlit. Checked on `sys.modules` of a fresh process at exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from core.paths import REPO_ROOT
+
+NEVER_IN_AN_IMPORT = {"nltk", "plotly", "streamlit", "scipy", "openai"}
+NOT_FOR_HELP = NEVER_IN_AN_IMPORT | {
+    "duckdb",
+    "pyarrow",
+    "pandas",
+    "numpy",
+    "pydantic",
+    "webarena_verified",
+    "rapidfuzz",
+    "rich",  # typer prints the help itself (rich_markup_mode=None); the consoles are built on first use
+}
+
+
+def _modules_at_exit(args: list[str], env: dict[str, str] | None = None) -> tuple[int, set[str]]:
+    """Run `trajreview ARGS` in a fresh interpreter; its exit code and top-level modules loaded at exit."""
+    code = (
+        "import atexit, json, sys\n"
+        "atexit.register(lambda: print('MODULES' + json.dumps(sorted({m.split('.')[0] for m in sys.modules}))))\n"
+        f"sys.argv = ['trajreview', *{args!r}]\n"
+        "from core.cli.main import main\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT,
+                         env={**os.environ, **(env or {})}, timeout=300)  # fmt: skip
+    line = next(line for line in out.stdout.splitlines() if line.startswith("MODULES"))
+    return out.returncode, set(json.loads(line.removeprefix("MODULES")))
+
+
+def test_help_loads_no_heavy_module():
+    code, modules = _modules_at_exit(["--help"])
+    assert code == 0
+    assert "typer" in modules  # the probe sees what was loaded
+    assert modules & NOT_FOR_HELP == set()
+
+
+def test_a_scored_wav_import_never_loads_nltk_plotly_or_streamlit(shared_data: Path, tmp_path: Path):
+    wav = shared_data / "webarena-verified"
+    db = tmp_path / "startup.duckdb"
+    args = ["--db", str(db), "import", "wav-run", str(wav / "demo-run"), "--run", "demo",
+            "--config", str(wav / "config.demo.json"), "--workers", "1"]  # fmt: skip
+    code, modules = _modules_at_exit(args)
+    assert code == 0
+    assert {"webarena_verified", "duckdb", "pyarrow"} <= modules  # it did import, parse and score here
+    assert modules & NEVER_IN_AN_IMPORT == set()
