@@ -12,6 +12,7 @@ import orjson
 from apptest_support import page_texts
 from demo_support import BABEL, GOLD, NAV, OPAGENT, WAV
 
+from core.ingest.demo_server_error import SERVER_ERROR_BASE, SERVER_ERROR_TASK, SERVER_ERROR_URL
 from core.paths import SHIPPED_DATA
 from core.store import Store
 
@@ -117,6 +118,23 @@ def test_wav_task_explains_failure_and_shows_its_trace(open_page, demo_db):
     at = open_page(demo_db, TASK, run=WAV, task="107", tab="Evaluation")
     assert any(e.label.endswith("AgentResponseEvaluator #0") for e in at.expander)
     assert at.get("download_button")
+
+
+def test_network_tab_shows_the_constructed_5xx(open_page, demo_db):
+    # Task 374's trace: the real HAR of 107 plus one entry built from the official template, answered 502.
+    har = orjson.loads(SHIPPED_DATA.joinpath("webarena-verified", *SERVER_ERROR_BASE).read_bytes())
+    base = len(har["log"]["entries"])
+    at = open_page(demo_db, TASK, run=NAV, task=str(SERVER_ERROR_TASK), tab="Network", status="5xx")
+    text = page_texts(at)
+    assert f"1 of {base + 1} events shown" in text  # the 5xx filter keeps the one 502, of the whole trace
+    [table] = at.dataframe
+    assert table.value[["seq", "status", "url"]].values.tolist() == [[base, 502, SERVER_ERROR_URL]]
+    assert f"#{base} · GET · status 502" in text  # the engine's nearest event, named beside its verdict
+    assert "status: expected 200, got 502" in text
+    at = open_page(
+        demo_db, TASK, run=NAV, task=str(SERVER_ERROR_TASK), tab="Network", status="5xx", ev=str(base)
+    )
+    assert f"**Event #{base}** · GET · status 502 · " in page_texts(at)  # its detail
 
 
 def test_task_without_trace_says_so(open_page, demo_db):

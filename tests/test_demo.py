@@ -12,6 +12,7 @@ import pytest
 from demo_support import BABEL, GOLD, NAV, OPAGENT, WAV
 
 from core.ingest import demo
+from core.ingest.demo_server_error import SERVER_ERROR_TASK
 from core.ingest.webarena_render import find_renders
 from core.paths import SHIPPED_DATA, demo_source
 from core.store import Store
@@ -47,7 +48,11 @@ def _check_network_evaluators(s: Store) -> None:
         " FROM evaluator_results WHERE run = ? AND evaluator = 'NetworkEventEvaluator' ORDER BY task_id",
         [NAV],
     )
-    assert network == [(157, "success", True, False), (677, "failure", False, True)]
+    assert network == [
+        (157, "success", True, False),
+        (374, "failure", False, True),
+        (677, "failure", False, True),
+    ]
 
 
 def _opagent_score(path: Path) -> float:
@@ -75,11 +80,17 @@ def test_shipped_demo_holds_every_source(tmp_path):
         babel = SHIPPED_DATA.joinpath(*demo.BABELCLOUD)
         opagent = sorted((SHIPPED_DATA / "oagent-run" / "final_results").glob("*.json"))
         counts = dict(s.query("SELECT run, count(*) FROM evaluations GROUP BY run"))
-        assert counts == {WAV: 2, NAV: 2, BABEL: len(find_renders(babel)), OPAGENT: len(opagent)}
-        # Failures as the files record them: babelcloud's FAIL lines, OpAgent's scores below 1, 107 and 677.
+        nav = [*demo.NAVIGATION_TASKS, SERVER_ERROR_TASK]
+        assert counts == {WAV: 2, NAV: len(nav), BABEL: len(find_renders(babel)), OPAGENT: len(opagent)}
+        # Failures as the files record them: babelcloud's FAIL lines, OpAgent's scores below 1, the official
+        # demo run's eval_result.json (107); and wav-navigation's 677 and constructed 374, the engine's own.
         fails = sum("[Result] (FAIL)" in p.read_text() for p in (babel / "log_files").glob("*.log"))
         op_fails = sum(_opagent_score(p) != 1.0 for p in opagent)
-        assert _failures(s) == fails + op_fails + 2
+        wav_fails = sum(
+            json.loads(p.read_text())["status"] != "success"
+            for p in (SHIPPED_DATA / "webarena-verified" / "demo-run").glob("*/eval_result.json")
+        )
+        assert _failures(s) == fails + op_fails + wav_fails + 2
         _check_network_evaluators(s)
     assert not path.with_name(path.name + ".building").exists()
 
@@ -95,8 +106,9 @@ def test_full_demo_holds_every_source(full_demo_db: Path):
             OPAGENT: "opagent",
         }
         _check_every_page_has_data(s, runs, demo.GOLD_SETS["shared"])
-        # The whole runs: babelcloud's 812 tasks (260 FAIL) and OpAgent's 809 (228 below 1.0).
-        assert _failures(s) == 3 + 1 + 1 + 260 + 228
+        # The whole runs: babelcloud's 812 tasks (260 FAIL) and OpAgent's 809 (228 below 1.0); wav-navigation's
+        # 677 and constructed 374 fail.
+        assert _failures(s) == 3 + 1 + 2 + 260 + 228
         _check_network_evaluators(s)
         assert s.query("SELECT count(DISTINCT task_id) FROM alignments WHERE run = ?", [OPAGENT])[0][0] > 500
 

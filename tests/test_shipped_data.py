@@ -14,9 +14,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from demo_support import BABEL, OPAGENT, WAV
+from demo_support import BABEL, NAV, OPAGENT, WAV
 
 from core.ingest.demo import BABELCLOUD
+from core.ingest.demo_server_error import (
+    SERVER_ERROR_BASE,
+    SERVER_ERROR_TASK,
+    SERVER_ERROR_URL,
+    TEMPLATE,
+    server_error_entry,
+)
 from core.paths import REPO_ROOT, SHIPPED_DATA
 from core.store import Store
 
@@ -100,11 +107,16 @@ def test_the_slices_hold_the_tasks_recut_names():
         assert images and all(p.suffix == ".jpg" for p in images)
 
 
-def test_the_traces_hold_no_5xx_and_no_network_evaluator_matches(demo_db: Path):
+def test_the_one_5xx_is_the_constructed_case_the_readmes_name(demo_db: Path):
+    """No recorded trace has a 5xx; the demo's only 5xx is task 374's entry, built from the official template
+    on the demo run's real HAR, scored by the engine, and named as constructed in both READMEs."""
     for har in ("demo-run/107/network.har", "test-assets/network.har"):
         entries = json.loads((SHIPPED_DATA / "webarena-verified" / har).read_text())["log"]["entries"]
         statuses = {e["response"]["status"] for e in entries}
         assert statuses <= {200, 302, -1} and not any(s >= 500 for s in statuses), har
+    wav = SHIPPED_DATA / "webarena-verified"
+    base = json.loads(wav.joinpath(*SERVER_ERROR_BASE).read_text())["log"]["entries"]
+    template = json.loads(wav.joinpath(*TEMPLATE).read_text())
     with Store(demo_db, read_only=True) as s:
         assert s.query("SELECT DISTINCT evaluator FROM evaluator_results WHERE run = ?", [WAV]) == [
             ("AgentResponseEvaluator",)
@@ -112,6 +124,37 @@ def test_the_traces_hold_no_5xx_and_no_network_evaluator_matches(demo_db: Path):
         assert (
             s.query("SELECT count(*) FROM network_events WHERE run = ? GROUP BY task_id", [WAV])
             == [(359,)] * 2
+        )
+        assert s.query("SELECT run, task_id, seq, status, url FROM network_events WHERE status >= 500") == [
+            (NAV, SERVER_ERROR_TASK, len(base), 502, SERVER_ERROR_URL)
+        ]
+        # The other navigation tasks hold their real HARs whole; 374 holds 107's plus the constructed entry.
+        real = len(json.loads((wav / "test-assets" / "network.har").read_text())["log"]["entries"])
+        counts = s.query(
+            "SELECT task_id, count(*) FROM network_events WHERE run = ? GROUP BY 1 ORDER BY 1", [NAV]
+        )
+        assert counts == [(157, len(base)), (SERVER_ERROR_TASK, len(base) + 1), (677, real)]
+        # The engine decides: the right page, answered 502 where 200 is expected.
+        [(status, nearest, explanation)] = s.query(
+            "SELECT status, nearest_event_seq, explanation FROM evaluator_results"
+            " WHERE run = ? AND task_id = ? AND evaluator = 'NetworkEventEvaluator'",
+            [NAV, SERVER_ERROR_TASK],
+        )
+        assert (status, nearest) == ("failure", len(base)) and "status: expected 200, got 502" in explanation
+    entry = server_error_entry(template)  # the template's request and timing fields, ours filled in
+    assert (
+        entry["request"]["cookies"] == template["request"]["cookies"]
+        and entry["timings"] == template["timings"]
+    )
+    assert (entry["response"]["status"], entry["response"]["statusText"]) == (502, "Bad Gateway")
+    readme = (SHIPPED_DATA / "README.md").read_text()
+    assert readme.count("constructed, not recorded") == 1 and "the only constructed case" in readme
+    for text in (readme, (wav / "README.md").read_text()):
+        flat = " ".join(text.split())
+        assert (
+            f"task {SERVER_ERROR_TASK}" in flat
+            and "har_entry_template.json" in flat
+            and "502 Bad Gateway" in flat
         )
 
 

@@ -54,7 +54,8 @@ def _wav_demo(store: Store, root: Path) -> str:
 # ("the list of orders that are processing") on the second HAR the official repository's tests ship, a
 # Magento admin session that ends on the order grid filtered through a background request (the engine
 # reads the last navigation, the order grid page, and fails naming it). Both with the official demo run's
-# NAVIGATE/SUCCESS answer.
+# NAVIGATE/SUCCESS answer. A third task, 374, is the demo's one constructed case (core.ingest.demo_server_error):
+# the first HAR plus one entry from the official template, the theme page the task asks for answered 502.
 NAVIGATION_TASKS = {157: ("demo-run", "107", "network.har"), 677: ("test-assets", "network.har")}
 NAVIGATION_ORIGINS = ("http://192.168.1.35:7780/admin", "http://localhost:7780/admin")
 
@@ -65,17 +66,20 @@ def _wav_navigation(store: Store, root: Path) -> str:
 
     import orjson
 
+    from core.ingest.demo_server_error import SERVER_ERROR_TASK, write_server_error_har
     from core.ingest.wav_run import import_wav_run
 
     wav = root / "webarena-verified"
     run_dir = store.path.parent / "demo-wav-navigation"
     shutil.rmtree(run_dir, ignore_errors=True)
-    for task_id, har in NAVIGATION_TASKS.items():
+    for task_id in (*NAVIGATION_TASKS, SERVER_ERROR_TASK):
         (run_dir / str(task_id)).mkdir(parents=True)
-        shutil.copy(wav.joinpath(*har), run_dir / str(task_id) / "network.har")
         shutil.copy(
             wav / "demo-run" / "107" / "agent_response.json", run_dir / str(task_id) / "agent_response.json"
         )
+    for task_id, har in NAVIGATION_TASKS.items():
+        shutil.copy(wav.joinpath(*har), run_dir / str(task_id) / "network.har")
+    write_server_error_har(wav, run_dir / str(SERVER_ERROR_TASK) / "network.har")  # constructed at build time
     config = run_dir / "config.json"  # the HARs' origins of the shopping admin site
     config.write_bytes(
         orjson.dumps({"environments": {"__SHOPPING_ADMIN__": {"urls": list(NAVIGATION_ORIGINS)}}})
