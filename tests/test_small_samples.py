@@ -4,9 +4,10 @@ coverage at small n, are given with their n from n=1 (docs/dashboard.md, "Small 
 
 from __future__ import annotations
 
+from math import comb
+
 import numpy as np
 import pytest
-from scipy.stats import binom
 
 from core.measure import stats
 from core.measure.judge_agreement import kappa_ci
@@ -15,15 +16,29 @@ MID_RATES = np.linspace(0.3, 0.7, 41)
 ALL_RATES = np.linspace(0.05, 0.95, 91)
 
 
+def _pmf(k: int, n: int, p: float) -> float:
+    return comb(n, k) * p**k * (1 - p) ** (n - k)
+
+
+def _ppf(q: float, n: int, p: float) -> int:
+    """The smallest k with P(Binomial(n, p) <= k) >= q (a tolerance for the float sum, as scipy's)."""
+    total = 0.0
+    for k in range(n + 1):
+        total += _pmf(k, n, p)
+        if total >= q - 1e-10:
+            return k
+    return n
+
+
 def _percentile_interval(k: int, n: int) -> tuple[float, float]:
     """The percentile bootstrap's interval of a 0/1 mean with k of n: resampled means are Binomial(n, k/n)/n."""
-    return binom.ppf(0.025, n, k / n) / n, binom.ppf(0.975, n, k / n) / n
+    return _ppf(0.025, n, k / n) / n, _ppf(0.975, n, k / n) / n
 
 
 def _coverage(interval, n: int, rates) -> float:
     """Exact coverage averaged over true rates: P(interval of k of n holds p), k ~ Binomial(n, p)."""
     return float(np.mean([
-        sum(binom.pmf(k, n, p) for k in range(n + 1) if interval(k, n)[0] <= p <= interval(k, n)[1]) for p in rates
+        sum(_pmf(k, n, p) for k in range(n + 1) if interval(k, n)[0] <= p <= interval(k, n)[1]) for p in rates
     ]))  # fmt: skip
 
 
