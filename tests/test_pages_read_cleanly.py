@@ -64,9 +64,7 @@ def test_one_word_for_the_judges_verdict(demo, demo_db):
 
     from core.cli.main import app
 
-    shown = (
-        CliRunner().invoke(app, ["--db", str(demo_db), "show", "--run", OPAGENT, "--task", "375"]).output
-    )
+    shown = CliRunner().invoke(app, ["--db", str(demo_db), "show", "--run", OPAGENT, "--task", "375"]).output
     assert "same (rule)" in shown and "equivalent" not in shown
 
 
