@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+# GitHub-flavoured Markdown turns a bare URL, www. name or e-mail address into a live link after the
+# escapes are read; a word joiner (invisible, zero width) at its trigger keeps it as characters.
+_AUTOLINK = re.compile(r"(?i)(?<=https:)(?=//)|(?<=http:)(?=//)|(?<=\bwww)(?=\.)|(?<=@)(?=[-\w])")
+_WORD_JOINER = "\u2060"
 
 
 def clip(text: object, limit: int) -> str:
@@ -17,4 +21,4 @@ def escape_md(text: object, limit: int | None = 300) -> str:
     """Text safe inside st.markdown/st.caption: every Markdown and HTML character escaped, one line,
     clipped. Links, images and tags written by an agent stay visible as characters."""
     s = clip(text, limit) if limit is not None else " ".join(str(text).split())
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    return _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(_WORD_JOINER, s))

@@ -98,13 +98,13 @@ def browser_page(width: int = 1500, height: int = 1100) -> Iterator:
             browser.close()
 
 
-def click_grid_row(page, row: int, grid_index: int = 0) -> None:
+def click_grid_row(page, row: int, grid_index: int = 0, row_height: int = 35) -> None:
     """Select data row `row` (0-based) of a st.dataframe by clicking its selection cell (the grid is a
-    canvas: there is no DOM element per row)."""
+    canvas: there is no DOM element per row); `row_height` is the grid's (WRAP_ROW_HEIGHT where it wraps)."""
     grid = page.locator("[data-testid='stDataFrame']").nth(grid_index)
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
-    header, row_height = 35, 35
+    header = 35
     page.mouse.click(box["x"] + 15, box["y"] + header + row_height * row + row_height / 2)
 
 

@@ -37,6 +37,7 @@ def _edit_cell(page, row: int, text: str) -> None:
     grid = page.locator("[data-testid='stDataFrame']").first
     editor = page.locator("textarea.gdg-input")
     for attempt in range(4):
+        grid.scroll_into_view_if_needed()  # the task header above the tabs is taller than the window
         box = grid.bounding_box()
         page.mouse.click(box["x"] + 300, box["y"] + 35 + 35 * row + 17)
         page.wait_for_timeout(300)

@@ -35,13 +35,13 @@ MISSING_CELL = {"None", "NaN", "nan", "<NA>", "NaT", "null"}
 LEAK = re.compile(r"(?<!')\b(?:None|NaN)\b(?!')|\b[A-Z][a-z]+\('|\bNumber\(|\{'\w+': ")
 # Pages whose steps show an agent's raw transcript: the harness printed Python dicts there, and the
 # agent's own words are shown as written; only missing values are checked on them.
-TRANSCRIPTS = {"/task?run=webarena-render-babelcloud&task=27"}
+TRANSCRIPTS = {"/task?run=webarena-render-babelcloud&task=166"}
 MISSING_TEXT = re.compile(r"(?<!')\b(?:None|NaN)\b(?!')")
 
 PAGES = [
     "/runs",
     "/triage?run=opagent",
-    "/triage?run=agentlab-sample",
+    "/triage?run=webarena-render-babelcloud",
     "/triage?run=wav-navigation",
     "/judge",
     "/breakdowns",
@@ -55,14 +55,14 @@ PAGES = [
     "/metrics?table=Table+6",
     "/metrics?table=Table+7",
     "/metrics?table=Planning+paradigms",
-    "/task?run=opagent&task=786",
-    "/task?run=opagent&task=786&tab=Alignment",
-    "/task?run=opagent&task=786&tab=Network",
-    "/task?run=opagent&task=786&tab=Evaluation",
-    "/task?run=opagent&task=786&tab=Gold",
-    "/task?run=opagent&task=10&step=1",
-    "/task?run=agentlab-sample&task=162&tab=Alignment",
-    "/task?run=webarena-render-babelcloud&task=27",
+    "/task?run=opagent&task=25",
+    "/task?run=opagent&task=25&tab=Alignment",
+    "/task?run=opagent&task=25&tab=Network",
+    "/task?run=opagent&task=25&tab=Evaluation",
+    "/task?run=opagent&task=25&tab=Gold",
+    "/task?run=opagent&task=414&step=2",  # a step with an error
+    "/task?run=webarena-render-babelcloud&task=603&tab=Alignment",
+    "/task?run=webarena-render-babelcloud&task=166",
     "/task?run=wav-demo&task=107&tab=Evaluation",
     "/task?run=wav-demo&task=107&tab=Network",
     "/task?run=wav-navigation&task=677&tab=Network",

@@ -321,9 +321,9 @@ def test_an_unexpected_error_is_one_line_logged_and_keeps_the_draft(where, fails
     at.button(key="gold-save").click().run()
     _ok(at)
     with Store(gold_db, read_only=True) as s:
-        top = ge.history(s, "paper-gold", 101)[0]
+        top = ge.history(s, GOLD, TASK_ID)[0]
         assert (top["version"], top["reason"]) == (2, "shorter")
-        assert ge.version_content(s, "paper-gold", 101, 2)[0][0].text == "Click 'Close'"
+        assert ge.version_content(s, GOLD, TASK_ID, 2)[0][0].text == "Click 'Close'"
 
 
 def test_the_grid_edits_step_text_and_moves_steps_with_buttons(gold_tab, gold_db):
@@ -335,18 +335,18 @@ def test_the_grid_edits_step_text_and_moves_steps_with_buttons(gold_tab, gold_db
     # The position is read-only (an edit can never land in it); the step text is the editable cell.
     assert config["order"]["disabled"] is True and not config["text"].get("disabled")
     before = grid.value["text"].tolist()
-    at.selectbox(key="gold:opagent:101:paper-gold:move:0").set_value(3).run()
+    at.selectbox(key=f"gold:opagent:{TASK_ID}:{GOLD}:move:0").set_value(3).run()
     at.button(key="gold-move-up").click().run()
     _ok(at)
     moved = _grid(at).value
     assert moved["text"].tolist() == [before[0], before[2], before[1], *before[3:]]
     assert moved["order"].tolist() == [float(i + 1) for i in range(len(before))]
-    assert at.selectbox(key="gold:opagent:101:paper-gold:move:0").value == 2  # the picker follows the step
+    assert at.selectbox(key=f"gold:opagent:{TASK_ID}:{GOLD}:move:0").value == 2  # the picker follows the step
     _reason(at).input("step 3 first").run()
     at.button(key="gold-save").click().run()
     _ok(at)
     with Store(gold_db, read_only=True) as s:
-        saved = ge.version_content(s, "paper-gold", 101, 2)[0]
+        saved = ge.version_content(s, GOLD, TASK_ID, 2)[0]
     assert [x.text for x in saved] == [before[0], before[2], before[1], *before[3:]]
 
 
@@ -361,13 +361,13 @@ def test_the_name_is_asked_at_the_top_of_the_gold_tab_as_the_docs_say(gold_tab, 
 
 def test_restoring_the_current_content_is_refused_before_it_is_written(gold_tab, gold_db):
     with Store(gold_db) as s:
-        ge.save_gold(s, "paper-gold", 101, [["Click 'Go'"]], "Bob", "short", 1)
-        ge.restore(s, "paper-gold", 101, 1, "Bob", 2)  # version 3 = version 1's content
+        ge.save_gold(s, GOLD, TASK_ID, [["Click 'Go'"]], "Bob", "short", 1)
+        ge.restore(s, GOLD, TASK_ID, 1, "Bob", 2)  # version 3 = version 1's content
     at = gold_tab()
-    at.selectbox(key="gold-restore-pick:101:paper-gold").set_value(1).run()
+    at.selectbox(key=f"gold-restore-pick:{TASK_ID}:{GOLD}").set_value(1).run()
     assert at.button(key="gold-restore").disabled
     assert any("Version 1 is the same as the current version 3" in c.value for c in at.caption)
-    at.selectbox(key="gold-restore-pick:101:paper-gold").set_value(2).run()
+    at.selectbox(key=f"gold-restore-pick:{TASK_ID}:{GOLD}").set_value(2).run()
     at.button(key="gold-restore").click().run()
     _ok(at)
     # After a restore the diff shows what it changed: the replaced version against the new one.

@@ -184,19 +184,19 @@ def test_run_without_metrics_offers_to_compute_them(open_page, demo_db, tmp_path
 def test_steps_tab_marks_observe_steps_and_shows_a_calls_raw_text(open_page, demo_db):
     """babelcloud's steps are its agent's tool calls: an observe-only call is marked and said to be left
     out of the metrics; the Raw text toggle shows the call's part of the session transcript."""
-    run = "webarena-render-babelcloud"
+    run = BABEL  # task 166: two observe calls (list the tabs, take a screenshot), then five actions
     with Store(demo_db, read_only=True) as s:
-        kinds = dict(s.query("SELECT idx, kind FROM steps WHERE run = ? AND task_id = 16", [run]))
+        kinds = dict(s.query("SELECT idx, kind FROM steps WHERE run = ? AND task_id = 166", [run]))
         raw = s.query(
-            "SELECT content FROM observations WHERE run = ? AND task_id = 16 AND idx = 2 AND kind = 'transcript'",
+            "SELECT content FROM observations WHERE run = ? AND task_id = 166 AND idx = 2 AND kind = 'transcript'",
             [run],
         )[0][0].strip()  # shown as a code block, which drops the final newline
     assert kinds[0] == "observe" and kinds[2] == "action"
-    at = open_page(demo_db, TASK, run=run, task="16", tab="Steps", step="0")
+    at = open_page(demo_db, TASK, run=run, task="166", tab="Steps", step="0")
     texts = page_texts(at)
     assert "not counted in the step metrics" in texts and "Step 0 · :gray-badge[observe]" in texts
     assert "List the open tabs" in texts and raw not in texts  # raw text only when the toggle is on
-    at = open_page(demo_db, TASK, run=run, task="16", tab="Steps", step="2", raw="true")
+    at = open_page(demo_db, TASK, run=run, task="166", tab="Steps", step="2", raw="true")
     texts = page_texts(at)
     assert "not counted in the step metrics" not in texts and raw in [c.value for c in at.code]
     assert "Click action completed successfully" in texts and "[a screenshot, not stored]" in texts

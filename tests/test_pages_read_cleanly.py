@@ -10,6 +10,7 @@ import re
 
 import orjson
 import pytest
+from demo_support import BABEL, GOLD, OPAGENT, WAV
 
 from core.measure import stats
 from core.measure.judge import VERDICT_WORDS
@@ -57,22 +58,20 @@ def test_bars_say_their_rate_in_the_same_format_and_a_zero_bar_has_its_label(dem
 
 
 def test_one_word_for_the_judges_verdict(demo, demo_db):
-    view = qa.alignment_view(demo, "opagent", 786, "paper-gold")
+    view = qa.alignment_view(demo, OPAGENT, 375, GOLD)  # every aligned pair matched by the rule stage
     assert {r.verdict for r in view.rows if r.verdict} == {VERDICT_WORDS[True]} == {"same"}
     from typer.testing import CliRunner
 
     from core.cli.main import app
 
-    shown = (
-        CliRunner().invoke(app, ["--db", str(demo_db), "show", "--run", "opagent", "--task", "786"]).output
-    )
+    shown = CliRunner().invoke(app, ["--db", str(demo_db), "show", "--run", OPAGENT, "--task", "375"]).output
     assert "same (rule)" in shown and "equivalent" not in shown
 
 
 def test_an_unrecorded_termination_is_one_bucket(demo):
     with_none = demo.query("SELECT count(*) FROM trajectories WHERE termination = 'none' AND is_answer")[0][0]
     assert with_none > 0  # OpAgent files without an answer: "nothing tells how it ended"
-    table = breakdowns.breakdowns(demo, ("opagent", "agentlab-sample", "webarena-render-babelcloud"))
+    table = breakdowns.breakdowns(demo, (OPAGENT, WAV, BABEL))
     terms = table[table["dimension"] == "termination"]
     assert "none" not in set(terms["value"])
     bucket = terms[(terms["run"] == "opagent") & (terms["value"] == triage.NONE)]
@@ -93,7 +92,7 @@ def test_deviation_counts_agree_with_the_rows_below(demo):
            WHERE m.run = 'opagent' AND m.deviations <> a.marked ORDER BY 1 LIMIT 5""")]  # fmt: skip
     assert tasks
     for task_id in tasks:
-        view = qa.alignment_view(demo, "opagent", task_id, "paper-gold")
+        view = qa.alignment_view(demo, OPAGENT, task_id, GOLD)
         marked = sum("deviation" in r.marks for r in view.rows)
         summary = view.deviation_summary
         assert summary.startswith(

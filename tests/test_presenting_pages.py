@@ -118,8 +118,8 @@ def test_metrics_cold_url_shows_each_table_with_n_and_left_out(open_page, demo_d
     with Store(demo_db, read_only=True) as s:
         n_babel, answer_only = s.query(
             "SELECT count(ssr), count(*) FILTER (WHERE null_reasons->>'ssr' = 'answer_only') FROM metrics"
-            " WHERE run = ? AND gold_set = 'paper-gold'",
-            [BABEL],
+            " WHERE run = ? AND gold_set = ?",
+            [BABEL, GOLD],
         )[0]
     # babelcloud's answer-only tasks (no call that acts on the page) are said, not counted as 0.
     assert babel_ssr["n"] == n_babel > 0 and answer_only > 0
