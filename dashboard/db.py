@@ -143,9 +143,11 @@ def unexpected(exc: Exception, what: str) -> None:
 
 def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
     """`fn(store, *args, **kwargs)` from the cache or the database; on any failure, one line in the page
-    and None (never a traceback; an unexpected one is logged with its traceback)."""
+    and None (never a traceback; an unexpected one is logged with its traceback). A lambda or closure is
+    refused before that, with TypeError: it is the page's code that is wrong, and it would never be cached."""
+    key = _key(fn)
     try:
-        return _cached(_key(fn), args, tuple(sorted(kwargs.items())), fingerprint(), fn)
+        return _cached(key, args, tuple(sorted(kwargs.items())), fingerprint(), fn)
     except TrajreviewError as exc:
         st.error(str(exc), icon=":material/error:")
         return None
