@@ -205,25 +205,35 @@ def template_record(store: Store, run: str, task_id: int) -> TemplateRecord | No
     )  # fmt: skip
 
 
-def step_evidence(store: Store, run: str, task_id: int, episode: str) -> list[StepEvidence]:
-    """Every step of one attempt with its thought, plan, page before and after, full error, screenshot."""
+def step_evidence(
+    store: Store, run: str, task_id: int, episode: str, idx: int | None = None
+) -> list[StepEvidence]:
+    """Every step of one attempt (or only step `idx`) with its thought, plan, page before and after, full
+    error, screenshot. The page after comes from the whole attempt; only the chosen steps' stored
+    conversations (large, read for the planner's thought) are loaded."""
     rows = store.query_dicts(
         """
-        SELECT s.idx, coalesce(s.kind, 'action') AS kind, s.outcome,
-               coalesce(s.readable, s.executed_action) AS action, s.executed_action, s.stated_action,
-               s.thought, s.url AS page_before,
-               coalesce(lead(s.url) OVER (ORDER BY s.idx),
-                        CASE WHEN s.idx = max(s.idx) OVER () THEN t.final_url END) AS page_after,
-               s.error, s.screenshot_path AS screenshot,
+        WITH s AS (
+            SELECT s.run, s.task_id, s.episode, s.idx, coalesce(s.kind, 'action') AS kind, s.outcome,
+                   coalesce(s.readable, s.executed_action) AS action, s.executed_action, s.stated_action,
+                   s.thought, s.url AS page_before,
+                   coalesce(lead(s.url) OVER (ORDER BY s.idx),
+                            CASE WHEN s.idx = max(s.idx) OVER () THEN t.final_url END) AS page_after,
+                   s.error, s.screenshot_path AS screenshot
+            FROM steps s
+            JOIN trajectories t USING (run, task_id, episode)
+            WHERE s.run = $run AND s.task_id = $task AND s.episode = $episode
+        )
+        SELECT s.idx, s.kind, s.outcome, s.action, s.executed_action, s.stated_action, s.thought,
+               s.page_before, s.page_after, s.error, s.screenshot,
                CASE WHEN contains(o.content, '"planner"') THEN o.content END AS chat
-        FROM steps s
-        JOIN trajectories t USING (run, task_id, episode)
+        FROM s
         LEFT JOIN observations o
           ON o.run = s.run AND o.task_id = s.task_id AND o.episode = s.episode AND o.idx = s.idx AND o.kind = 'chat'
-        WHERE s.run = ? AND s.task_id = ? AND s.episode = ?
+        WHERE $idx IS NULL OR s.idx = $idx
         ORDER BY s.idx
         """,
-        [run, task_id, episode],
+        {"run": run, "task": task_id, "episode": episode, "idx": idx},
     )
     for r in rows:
         r["plan"] = planner_thought(r.pop("chat"))

@@ -102,9 +102,7 @@ def render(run: str, task_id: int, episode: str | None) -> None:
         st.caption("This run recorded no screenshots for this attempt.")
 
     row = steps[steps["idx"] == current].iloc[0]
-    evidence = next(
-        (e for e in read(ev.step_evidence, run, task_id, episode) or [] if e.idx == current), None
-    )
+    evidence = next(iter(read(ev.step_evidence, run, task_id, episode, int(current)) or []), None)
     st.markdown(f"#### Step {current}" + (" · :gray-badge[observe]" if current in observe else ""))
     if current in observe:
         st.caption(OBSERVE_NOTE)
