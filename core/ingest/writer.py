@@ -18,7 +18,7 @@ from core.store import Store, insert_rows, rows_table, utcnow
 # Tables whose rows belong to one run: replacing a run clears all of them.
 RUN_TABLES = (
     "import_problems", "agent_responses", "network_events", "evaluations", "evaluator_results",
-    "trajectories", "steps", "observations", "alignments", "alignment_steps", "metrics",
+    "trajectories", "steps", "observations", "alignments", "alignment_steps", "metrics", "failure_causes",
 )  # fmt: skip
 
 
