@@ -21,6 +21,8 @@ PAPER_LABELS = {
     "context drift", "incoherent decomposition", "wrong element", "gave up early", "evaluator too strict",
     "environment broken",
 }  # fmt: skip
+# Migration 7: one label per failure cause the paper's six do not name.
+CAUSE_LABELS = {"hit the step limit", "looped", "answered wrong", "invalid action"}
 
 
 @pytest.fixture
@@ -38,8 +40,8 @@ def _failed_tasks(store: Store, run: str, n: int) -> list[tuple[int, str]]:
     )
 
 
-def test_vocabulary_is_seeded_with_the_papers_diagnosis(store):
-    assert {v["label"] for v in qa.vocabulary(store)} == PAPER_LABELS
+def test_vocabulary_is_seeded_with_the_papers_diagnosis_and_one_label_per_cause(store):
+    assert {v["label"] for v in qa.vocabulary(store)} == PAPER_LABELS | CAUSE_LABELS
 
 
 def test_annotations_are_append_only_and_the_latest_wins(demo_copy):
