@@ -52,6 +52,7 @@ CORE_RANKS = {
     "core.gold": 5,
     "core.review": 5,
     "core.export": 5,
+    "core.diagnose": 5,
     "core.queries": 6,
     "core.cli": 7,
 }

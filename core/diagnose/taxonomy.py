@@ -1,0 +1,45 @@
+"""The failure taxonomy (docs/failure-causes.md): cause codes in their order of precedence, and the
+`label_vocabulary` label a suggested cause becomes when a reviewer accepts it (migration 7)."""
+
+from __future__ import annotations
+
+from core.measure.llm.diagnosis import CAUSES
+
+UNDECIDED = "undecided"
+
+# The codes a task's primary cause may take, first in precedence first; `undecided` is not a cause.
+PRECEDENCE: tuple[str, ...] = tuple(c for c in CAUSES if c != UNDECIDED)
+
+CAUSE_LABEL: dict[str, str] = {
+    "environment": "environment broken",
+    "evaluator_strict": "evaluator too strict",
+    "step_limit": "hit the step limit",
+    "looped": "looped",
+    "invalid_action": "invalid action",
+    "gave_up": "gave up early",
+    "wrong_element": "wrong element",
+    "drifted": "context drift",
+    "wrong_answer": "answered wrong",
+}
+
+CAUSE_NAME: dict[str, str] = {
+    "environment": "environment broken",
+    "evaluator_strict": "evaluator stricter than the task",
+    "step_limit": "hit the step limit",
+    "looped": "looped",
+    "invalid_action": "invalid action",
+    "gave_up": "gave up early",
+    "wrong_element": "wrong element",
+    "drifted": "drifted from the goal",
+    "wrong_answer": "answered wrong",
+    UNDECIDED: "undecided",
+}
+
+
+def cause_of_label(label: str | None) -> str | None:
+    """The cause code a reviewer's task label stands for (None: a label outside the taxonomy, such as
+    incoherent decomposition)."""
+    for cause, cause_label in CAUSE_LABEL.items():
+        if label == cause_label:
+            return cause
+    return None
