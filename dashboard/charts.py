@@ -169,6 +169,20 @@ def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
     return fig
 
 
+def cause_bars(table: pd.DataFrame) -> go.Figure:
+    """Share of each run's failed tasks per suggested primary cause (`causes.cause_breakdown`), the bars of
+    `rate_bars` ('share · tasks/failed', Wilson 95 % CI), causes in the taxonomy's order; each bar's
+    customdata is [run, cause in words]."""
+    fig = rate_bars(table.rename(columns={"name": "value", "share": "success_rate", "tasks": "successes",
+                                          "failed": "scored"}))  # fmt: skip
+    names = list(dict.fromkeys(table["name"]))  # the read model lists causes in precedence order
+    fig.update_layout(
+        xaxis={"title": "share of the run's failed tasks (%) with 95 % CI", "range": [0, 100]},
+        yaxis={"categoryarray": [html.escape(str(n)) for n in names[::-1]]},
+    )
+    return fig
+
+
 def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
     """B − A in success per site (points) with the paired bootstrap 95 % CI; n of paired tasks beside
     each point; the site is the point's customdata."""

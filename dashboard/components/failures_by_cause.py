@@ -1,6 +1,7 @@
 """The landing page's first answer: the latest run's failures grouped by what is known of their cause,
 each task one click from its task page and its plain-sentence reason. Groups come from
-`core.queries.failures` (a later diagnosis adds its cause to the items and regroups there)."""
+`core.queries.failures`: the suggested primary causes once the run is diagnosed, else the failing
+evaluator and the shape of its sentence."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ TASKS = 10  # task links per group
 
 def _task_link(run: str, item: q.FailureItem) -> None:
     sentence = item.sentence or f"ended: {item.termination or 'not recorded'}"
+    if item.cause_by_model:
+        sentence = f"(cause suggested by a model) {sentence}"
     st.page_link(
         state.TASK_PAGE, label=f"Task {item.task_id} · {escape_md(item.site or '?')} — {escape_md(sentence, 160)}",
         query_params={"run": run, "task": str(item.task_id), "verdict": "failure"}, icon=":material/report:",
@@ -35,8 +38,11 @@ def render() -> None:
     if not groups:
         st.caption("Every scored task of this run passed.")
         return
-    st.caption(f"{total} failed tasks in {len(groups)} groups by their failing evaluator and the shape of its "
-               "sentence (values left out). Open a group, then a task: its page starts with the reason.")  # fmt: skip
+    diagnosed = any(item.cause for g in groups for item in g.items)
+    grouping = ("by their suggested primary cause (`trajreview diagnose`)" if diagnosed else
+                "by their failing evaluator and the shape of its sentence (values left out)")  # fmt: skip
+    st.caption(f"{total} failed tasks in {len(groups)} groups {grouping}. Open a group, then a task: its page "
+               "starts with the reason.")  # fmt: skip
     for i, g in enumerate(groups[:GROUPS]):
         who = f" ({escape_md(g.evaluators)})" if g.evaluators else ""
         with st.expander(f"**{len(g.items)}** · {escape_md(g.cause, 140)}{who}", expanded=i == 0):

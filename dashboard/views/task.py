@@ -1,4 +1,5 @@
-"""Task review: `?run=&task=&episode=&tab=&step=` — header, previous/next failed task, and the tabs
+"""Task review: `?run=&task=&episode=&tab=&step=` — header with the suggested cause (Accept/Reject),
+previous/next failed task, and the tabs
 Steps, Alignment, Network, Evaluation and Gold (only the open tab is built; Gold takes `goldset`,
 `galt`, `gfrom`, `gto`)."""
 
@@ -17,6 +18,7 @@ from dashboard.components import (
     labels_panel,
     network_panel,
     steps_panel,
+    suggested_cause,
     task_header,
 )
 from dashboard.components.formatting import verdict_label
@@ -79,6 +81,7 @@ if others is not None and len(others) > 1:
                              query_params={"run": row.run, "task": str(task_id)})  # fmt: skip
 
 task_header.render(header, run)
+suggested_cause.render(run, task_id, failed=header.verdict in ("failure", "error"))
 labels_panel.render("task", run, task_id, what="task")
 
 attempts = read(q.episodes, run, task_id) or []
