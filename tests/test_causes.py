@@ -225,6 +225,18 @@ def test_step_evidence_links_to_the_step_and_a_model_suggestion_says_so(open_pag
     assert "rejected by Ada" in page_texts(at).replace("*", "")
 
 
+def test_triage_filters_on_the_cause_in_its_url_and_shows_the_cause_column(open_page, seeded):
+    at = open_page(seeded, "views/triage.py", run=OPAGENT, cause=["step_limit", "wrong_element"])
+    with Store(seeded, read_only=True) as s:
+        wanted = {t for _, t, c, _ in s.query(causes.primary_causes_sql(), {"run": OPAGENT})
+                  if c in ("step_limit", "wrong_element")}  # fmt: skip
+        total = len(triage.triage_table(s, OPAGENT))
+    assert f"**{len(wanted)}** of {total} tasks" in [c.value for c in at.caption][1]
+    shown = at.dataframe[0].value
+    assert set(shown["task_id"]) == wanted
+    assert set(shown["cause"]) == {"hit the step limit", "wrong element (model)"}
+
+
 def test_the_pages_show_causes(open_page, seeded):
     at = open_page(seeded, "views/breakdowns.py", runs=[OPAGENT, WAV], dim="failure cause")
     assert f"trajreview diagnose --run {WAV}" in page_texts(at)

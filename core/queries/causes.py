@@ -28,8 +28,8 @@ ORDER = (*PRECEDENCE, UNDECIDED)  # causes in the taxonomy's precedence, undecid
 
 
 def diagnose_hint(run: str) -> str:
-    """What a page says about a run that has no suggested causes yet."""
-    return f"Run {run!r} is not diagnosed yet: `trajreview diagnose --run {run}` suggests the causes of its failures."
+    """What a page says about a run that has no suggested causes yet (plain text: pages escape it)."""
+    return f"Run {run!r} is not diagnosed yet: trajreview diagnose --run {run} suggests the causes of its failures."
 
 
 def cause_name(cause: str | None) -> str:

@@ -72,6 +72,8 @@ def render(run: str, task_id: int, failed: bool) -> None:
         if found.others:
             st.caption("Also found: " + "; ".join(
                 f"{escape_md(c.name)} ({escape_md(c.summary, 160)})" for c in found.others))  # fmt: skip
+        st.caption(f"Diagnosed {p.diagnosed_at:%Y-%m-%d %H:%M} UTC ({escape_md(p.diagnosis_version)}): a suggestion "
+                   "until a reviewer accepts it.")  # fmt: skip
         if found.decision is not None:
             _decision(found.decision)
         if p.cause != UNDECIDED:

@@ -18,7 +18,6 @@ from dashboard.components import (
     labels_panel,
     network_panel,
     steps_panel,
-    suggested_cause,
     task_header,
 )
 from dashboard.components.formatting import verdict_label
@@ -80,8 +79,7 @@ if others is not None and len(others) > 1:
                 st.page_link(state.TASK_PAGE, label=f"{row.run}: {verdict_label(row.verdict)}",
                              query_params={"run": row.run, "task": str(task_id)})  # fmt: skip
 
-task_header.render(header, run)
-suggested_cause.render(run, task_id, failed=header.verdict in ("failure", "error"))
+task_header.render(header, run, with_cause=True)
 labels_panel.render("task", run, task_id, what="task")
 
 attempts = read(q.episodes, run, task_id) or []

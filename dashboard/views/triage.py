@@ -49,6 +49,7 @@ causes = state.url_multiselect(
 flt = q.TriageFilter(
     sites=tuple(sites), verdicts=tuple(verdicts), evaluators=tuple(evaluators), terminations=tuple(terminations),
     has_gold=has_gold, labels=tuple(labels), text=text or "", sort=sort, task_types=tuple(task_types), hard=hard,
+    causes=tuple(causes),
 )  # fmt: skip
 shown = q.apply_filter(table, flt)
 c = q.counts(shown)
