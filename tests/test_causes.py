@@ -210,6 +210,8 @@ def test_the_task_page_shows_the_suggestion_and_accept_labels_the_task(open_page
     accept.click().run()
     assert not at.exception
     assert "environment broken accepted by Ada Lovelace" in page_texts(at).replace("*", "")
+    buttons = {b.key: b for b in at.button}
+    assert buttons["cause-accept"].disabled and not buttons["cause-reject"].disabled  # the other choice stays
     with Store(seeded, read_only=True) as s:
         assert current(s, "task", NAV, 374)["author"] == "Ada Lovelace"
 
@@ -287,3 +289,12 @@ def test_the_agreement_panel_shows_the_engines_figures_with_n_and_intervals():
     assert kappa_text(result) == "0.61 [0.30, 0.90] n=12"
     few = Agreement(MIN_N_BOOTSTRAP - 1, 0, 1.0, 1.0, (None, None), [])
     assert TOO_FEW in kappa_text(few)
+
+
+def test_the_cause_chart_lists_causes_in_precedence_order_across_runs(store):
+    from dashboard.charts import cause_bars
+
+    table = causes.cause_breakdown(store, [NAV, BABEL, OPAGENT])
+    shown = list(cause_bars(table).layout.yaxis.categoryarray)[::-1]  # plotly lists categories bottom up
+    assert shown == [causes.cause_name(c) for c in causes.ORDER if c in set(table["cause"])]
+    assert len(shown) > len(set(table.loc[table["run"] == NAV, "cause"]))  # more than one run's causes

@@ -37,15 +37,17 @@ def _decision(d: q.Decision) -> None:
     st.caption(f"{icon} *{what}* {d.decision} by **{escape_md(d.author, 80)}** at {when}")
 
 
-def _decide(run: str, task_id: int, cause: str) -> None:
+def _decide(run: str, task_id: int, cause: str, decided: q.Decision | None) -> None:
     if read_only():
         return
+    # The decision already recorded on this suggestion is not offered again (the other one is).
+    done = decided.decision if decided is not None and decided.cause == cause else None
     name = ask_reviewer_name(key="cause")
     cols = st.columns([1, 1, 5])
     label = CAUSE_LABEL[cause]
-    accept = cols[0].button("Accept", key="cause-accept", icon=":material/check:", disabled=name is None,
+    accept = cols[0].button("Accept", key="cause-accept", icon=":material/check:", disabled=name is None or done == "accepted",
                             help=f"Label the task '{label}' (with your name) and record the decision")  # fmt: skip
-    reject = cols[1].button("Reject", key="cause-reject", icon=":material/close:", disabled=name is None,
+    reject = cols[1].button("Reject", key="cause-reject", icon=":material/close:", disabled=name is None or done == "rejected",
                             help="Record that this suggestion is wrong (the task's label is left as it is)")  # fmt: skip
     if accept and write(decide_cause, run, task_id, cause, "accepted", name, label=label) is not None:
         st.rerun()
@@ -77,4 +79,4 @@ def render(run: str, task_id: int, failed: bool) -> None:
         if found.decision is not None:
             _decision(found.decision)
         if p.cause != UNDECIDED:
-            _decide(run, task_id, p.cause)
+            _decide(run, task_id, p.cause, found.decision)
