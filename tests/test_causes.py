@@ -15,6 +15,7 @@ from demo_support import BABEL, NAV, OPAGENT, WAV
 from core.diagnose.taxonomy import CAUSE_LABEL
 from core.errors import InputError, NotFound
 from core.queries import causes, failures, triage
+from core.queries.compare import compare_runs
 from core.queries.annotations import current
 from core.queries.runs import verdicts_sql
 from core.review.annotations import decide_cause
@@ -126,6 +127,9 @@ def test_compare_by_cause_counts_fixed_and_broken_tasks_per_primary_cause(store)
     for change in cmp.changes:
         assert change.fixed == sum(1 for t in fixed if primary_a.get(t) == change.cause)
         assert change.broke == sum(1 for t in broke if primary_b.get(t) == change.cause)
+    # The totals are the Compare page's 2x2: A failed and B passed, A passed and B failed.
+    outcomes = compare_runs(store, OPAGENT, BABEL).outcomes
+    assert (cmp.fixed, cmp.broke) == (outcomes["B only"], outcomes["A only"])
     sentence = cmp.sentence()
     assert f"{BABEL} fixed {len(fixed)} of {OPAGENT}'s failures" in sentence
     assert f"broke {len(broke)} of {OPAGENT}'s passes" in sentence
@@ -137,6 +141,8 @@ def test_the_landing_page_groups_a_diagnosed_run_by_its_primary_cause(store):
         causes.cause_name(c) for (_, _, c, _) in store.query(causes.primary_causes_sql(), {"run": NAV})
     )
     assert all(item.cause for g in groups for item in g.items)
+    model = [i for g in failures.failures_by_cause(store, OPAGENT) for i in g.items if i.cause_by_model]
+    assert [(OPAGENT, i.task_id) for i in model] == [MODEL_TASK]
     # A run without causes keeps the evaluator-sentence groups.
     assert all(item.cause is None for g in failures.failures_by_cause(store, WAV) for item in g.items)
 
@@ -237,6 +243,17 @@ def test_triage_filters_on_the_cause_in_its_url_and_shows_the_cause_column(open_
     shown = at.dataframe[0].value
     assert set(shown["task_id"]) == wanted
     assert set(shown["cause"]) == {"hit the step limit", "wrong element (model)"}
+
+
+def test_an_undecided_suggestion_offers_no_decision_and_an_undiagnosed_run_says_how(open_page, seeded):
+    at = open_page(seeded, "views/task.py", name="Ada", run=UNDECIDED_TASK[0], task=str(UNDECIDED_TASK[1]))
+    assert "Suggested cause: undecided" in page_texts(at)
+    assert not [b for b in at.button if b.key in ("cause-accept", "cause-reject")]
+    at = open_page(seeded, "views/task.py", name="Ada", run=WAV, task="107")
+    assert causes.diagnose_hint(WAV) in page_texts(at)
+    at = open_page(seeded, "views/triage.py", run=WAV)
+    box = next(m for m in at.multiselect if m.label == "Suggested cause")
+    assert box.disabled and box.options == []
 
 
 def test_the_pages_show_causes(open_page, seeded):
