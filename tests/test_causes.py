@@ -15,8 +15,8 @@ from demo_support import BABEL, NAV, OPAGENT, WAV
 from core.diagnose.taxonomy import CAUSE_LABEL
 from core.errors import InputError, NotFound
 from core.queries import causes, failures, triage
-from core.queries.compare import compare_runs
 from core.queries.annotations import current
+from core.queries.compare import compare_runs
 from core.queries.runs import verdicts_sql
 from core.review.annotations import decide_cause
 from core.store import Store
