@@ -302,7 +302,7 @@ def test_the_agreement_panel_shows_the_engines_figures_with_n_and_intervals():
     assert list(rows["cause"]) == ["environment broken", "looped"]
     assert rows.loc[0, "precision [95 % CI]"] == "75.0 % [30.0–95.0] of 4"
     assert rows.loc[0, "recall [95 % CI]"] == "60.0 % [23.0–88.0] of 5"
-    assert rows.loc[1, "precision [95 % CI]"].startswith("–")  # no suggestion: precision undefined
+    assert rows.loc[1, "precision [95 % CI]"] == "– (none suggested)"  # precision undefined
     assert kappa_text(result) == "0.61 [0.30, 0.90] n=12"
     few = Agreement(MIN_N_BOOTSTRAP - 1, 0, 1.0, 1.0, (None, None), [])
     assert TOO_FEW in kappa_text(few)
@@ -315,3 +315,16 @@ def test_the_cause_chart_lists_causes_in_precedence_order_across_runs(store):
     shown = list(cause_bars(table).layout.yaxis.categoryarray)[::-1]  # plotly lists categories bottom up
     assert shown == [causes.cause_name(c) for c in causes.ORDER if c in set(table["cause"])]
     assert len(shown) > len(set(table.loc[table["run"] == NAV, "cause"]))  # more than one run's causes
+
+
+def test_the_landing_page_links_each_cause_group_to_triage_on_that_cause(open_page, seeded):
+    with Store(seeded, read_only=True) as s:
+        run = failures.latest_run(s)
+        groups = failures.failures_by_cause(s, run)
+        assert causes.is_diagnosed(s, run) and groups
+    at = open_page(seeded, "views/runs.py")
+    assert "by their suggested primary cause" in page_texts(at)
+    queries = {link.proto.query_string for link in at.get("page_link")}
+    for g in groups[:8]:
+        code = g.items[0].cause
+        assert f"run={run}&cause={code}&verdict=failure&verdict=error" in queries

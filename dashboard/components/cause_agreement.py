@@ -19,6 +19,10 @@ from dashboard.db import read
 ENGINE = "core.diagnose.agreement"
 
 
+def _share(value: float | None, ci: tuple | None, n: int, empty: str) -> str:
+    return f"– ({empty})" if value is None else rate_text(value, *(ci or (None, None)), n)
+
+
 def agreement_rows(result: Any) -> pd.DataFrame:
     """One row per cause of a `CauseAgreement`: suggested, labelled, agreed, precision and recall with
     their intervals and n (pure: the tests check it on the contract's shape)."""
@@ -27,8 +31,8 @@ def agreement_rows(result: Any) -> pd.DataFrame:
             {
                 "cause": cause_name(c.cause), "suggested": c.n_suggested, "labelled": c.n_labelled,
                 "agreed": c.n_agreed,
-                "precision [95 % CI]": rate_text(c.precision, *(c.precision_ci or (None, None)), c.n_suggested),
-                "recall [95 % CI]": rate_text(c.recall, *(c.recall_ci or (None, None)), c.n_labelled),
+                "precision [95 % CI]": _share(c.precision, c.precision_ci, c.n_suggested, "none suggested"),
+                "recall [95 % CI]": _share(c.recall, c.recall_ci, c.n_labelled, "none labelled"),
             }
             for c in result.per_cause
         ],

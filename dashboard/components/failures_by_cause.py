@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.queries import failures as q
+from core.queries.triage import NONE
 from dashboard import state
 from dashboard.db import read
 from dashboard.text import escape_md
@@ -48,8 +49,13 @@ def render() -> None:
         with st.expander(f"**{len(g.items)}** · {escape_md(g.cause, 140)}{who}", expanded=i == 0):
             for item in g.items[:TASKS]:
                 _task_link(run, item)
-            if len(g.items) > TASKS:
-                st.caption(f"… and {len(g.items) - TASKS} more of this kind in Triage.")
+            more = len(g.items) - TASKS
+            if diagnosed:  # the group is one cause: Triage lists exactly its tasks
+                cause = {"cause": g.items[0].cause or NONE, "verdict": ["failure", "error"]}
+                st.page_link(state.TRIAGE_PAGE, label=f"All {len(g.items)} in Triage" + (f" ({more} more)" if more > 0 else ""),
+                             query_params={"run": run, **cause}, icon=":material/filter_alt:")  # fmt: skip
+            elif more > 0:
+                st.caption(f"… and {more} more of this kind in Triage.")
     rest = sum(len(g.items) for g in groups[GROUPS:])
     params = {"run": run, "verdict": "failure"}
     label = f"All {total} failed tasks in Triage" + (
