@@ -328,3 +328,13 @@ def test_the_landing_page_links_each_cause_group_to_triage_on_that_cause(open_pa
     for g in groups[:8]:
         code = g.items[0].cause
         assert f"run={run}&cause={code}&verdict=failure&verdict=error" in queries
+
+
+def test_a_failed_task_without_a_cause_is_offered_and_found_as_none(store):
+    store.query("DELETE FROM failure_causes WHERE run = ? AND task_id = 374", [NAV])
+    table = triage.triage_table(store, NAV)
+    assert triage.options(table)["causes"][-1] == triage.NONE
+    shown = triage.apply_filter(table, triage.TriageFilter(causes=(triage.NONE,), verdicts=("failure",)))
+    assert shown.task_ids() == [374]
+    part = causes.cause_breakdown(store, [NAV])
+    assert causes.NOT_DIAGNOSED in set(part["name"]) and part["tasks"].sum() == len(_failed(store, NAV))

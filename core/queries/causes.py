@@ -151,6 +151,15 @@ def primary_causes_sql(runs: str = "run = $run") -> str:
     )
 
 
+def cause_options(causes: pd.Series, failed: pd.Series, none: str) -> list[str]:
+    """The primary causes a filter offers, in precedence order, and `none` when a failed task has none
+    (Triage's column of causes and its failed flags); an empty list when nothing is diagnosed."""
+    found = set(causes.dropna())
+    if not found:
+        return []
+    return [c for c in ORDER if c in found] + ([none] if (causes.isna() & failed).any() else [])
+
+
 def failed_tasks(store: Store, runs: list[str]) -> pd.DataFrame:
     """run, task_id, verdict, cause (None: no primary cause), by_model for every failed or errored task
     of the runs."""

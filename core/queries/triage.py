@@ -13,8 +13,7 @@ from dataclasses import dataclass, field, fields
 import pandas as pd
 
 from core.queries.annotations import split_labels, task_labels_sql
-from core.queries.causes import ORDER as CAUSE_ORDER
-from core.queries.causes import primary_causes_sql
+from core.queries.causes import cause_options, primary_causes_sql
 from core.queries.runs import verdicts_sql
 from core.store import Store
 
@@ -277,18 +276,8 @@ def options(table: TriageTable) -> dict[str, list[str]]:
         "terminations": _with_none(df["termination"]),
         "labels": _labels_with_none(df["label"]),
         "task_types": _with_none(df["task_type"]),
-        "causes": _causes(df),
+        "causes": cause_options(df["cause"], df["verdict"].isin(FAILED), NONE),
     }
-
-
-def _causes(df: pd.DataFrame) -> list[str]:
-    """The primary causes found, in the taxonomy's order, and NONE when a failed task has none (an empty
-    list: the run is not diagnosed)."""
-    found = set(df["cause"].dropna())
-    if not found:
-        return []
-    undiagnosed = (df["cause"].isna() & df["verdict"].isin(FAILED)).any()
-    return [c for c in CAUSE_ORDER if c in found] + ([NONE] if undiagnosed else [])
 
 
 def _with_none(column: pd.Series) -> list[str]:
