@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.measure.stats import TOO_FEW, percent
+from core.queries.causes import ORDER as CAUSE_ORDER
 from core.queries.network import GAP_MS, collapse_gaps
 from core.values import is_missing
 from dashboard.text import clip
@@ -166,6 +167,22 @@ def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
                "categoryarray": [html.escape(str(v)) for v in values[::-1]]},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "traceorder": "normal"},
     )  # fmt: skip
+    return fig
+
+
+def cause_bars(table: pd.DataFrame) -> go.Figure:
+    """Share of each run's failed tasks per suggested primary cause (`causes.cause_breakdown`), the bars of
+    `rate_bars` ('share · tasks/failed', Wilson 95 % CI), causes in the taxonomy's order; each bar's
+    customdata is [run, cause in words]."""
+    fig = rate_bars(table.rename(columns={"name": "value", "share": "success_rate", "tasks": "successes",
+                                          "failed": "scored"}))  # fmt: skip
+    rank = {cause: i for i, cause in enumerate(CAUSE_ORDER)}  # `not diagnosed` (cause None) last
+    names = list(dict.fromkeys(n for _, n in sorted(zip(table["cause"].map(lambda c: rank.get(c, len(rank))),
+                                                        table["name"], strict=True))))  # fmt: skip
+    fig.update_layout(
+        xaxis={"title": "share of the run's failed tasks (%) with 95 % CI", "range": [0, 100]},
+        yaxis={"categoryarray": [html.escape(str(n)) for n in names[::-1]]},
+    )
     return fig
 
 

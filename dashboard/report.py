@@ -1,6 +1,6 @@
 """One self-contained HTML file for people who will never run the app: the runs, success with CIs by
-site, task type, hard subset, termination and reviewer label (charts with plotly.js embedded), the
-paper's tables with what they leave out, the planning-paradigm view, a paired comparison of the first two
+site, task type, hard subset, termination and reviewer label (charts with plotly.js embedded), failures
+by suggested cause, the paper's tables with what they leave out, the planning-paradigm view, a paired comparison of the first two
 runs, and the caveats.
 
 Everything shown comes from core's read models. Every string from the database (run names, reviewer
@@ -21,11 +21,11 @@ import plotly.io as pio
 
 from core.measure.metrics_run import NULL_REASONS
 from core.measure.stats import estimate_text, rate_text
-from core.queries import breakdowns, compare, metrics_view
+from core.queries import breakdowns, causes, compare, metrics_view
 from core.queries.runs import MULTI_SITE_RULE, runs_table
 from core.store import Store
 from core.values import is_missing
-from dashboard.charts import paradigm_bars, rate_bars
+from dashboard.charts import cause_bars, paradigm_bars, rate_bars
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:1200px;color:#222;padding:0 1rem}
@@ -81,6 +81,30 @@ def _chart(part: pd.DataFrame, first: list[bool]) -> str:
     return out
 
 
+def _causes(store: Store, runs: list[str], first: list[bool]) -> str:
+    """Failures by suggested primary cause per diagnosed run: chart and table, and the runs not diagnosed."""
+    table = causes.cause_breakdown(store, runs)
+    body = "".join(
+        f'<p class="muted">{_e(causes.diagnose_hint(r))}</p>' for r in causes.undiagnosed_runs(store, runs)
+    )
+    if table.empty:
+        return body
+    fig = cause_bars(table)
+    fig.update_layout(clickmode="none")
+    body += pio.to_html(fig, full_html=False, include_plotlyjs=first[0], config={"displaylogo": False})
+    first[0] = False
+    shown = table.assign(
+        share=[_rate(*r) for r in table[["share", "ci_low", "ci_high", "failed"]].itertuples(index=False)]
+    )
+    body += table_html(shown[["run", "name", "tasks", "by_model", "failed", "share"]].rename(columns={
+        "name": "suggested cause", "by_model": "of which by a model", "failed": "failed tasks",
+        "share": "share of failures [95 % CI]"}))  # fmt: skip
+    return body + (
+        '<p class="caveat">Causes are suggestions (`trajreview diagnose`: rules over the stored data, a model '
+        "where no rule decided); a reviewer accepts or rejects each on the task's page.</p>"
+    )
+
+
 def _section(title: str, body: str) -> str:
     return f"<h2>{_e(title)}</h2>\n{body}"
 
@@ -115,6 +139,7 @@ def build(store: Store, runs: Sequence[str], *, database_name: str = "") -> str:
         body += table_html(shown[["run", "value", "success", "scored", "successes", "failures", "errors", "unscored"]]
                            .rename(columns={"value": dimension}))  # fmt: skip
         parts.append(_section(f"Success by {dimension}", body))
+    parts.append(_section("Failures by suggested cause", _causes(store, runs, first)))
 
     pair = compare.comparison_pair(store, runs) if len(runs) >= 2 else None
     if len(runs) >= 2 and pair is None:
@@ -132,6 +157,9 @@ def build(store: Store, runs: Sequence[str], *, database_name: str = "") -> str:
                 f"({_e(', '.join(f'{k} {v}' for k, v in cmp.unpaired.items()))}). B − A = {diff} "
                 f"(paired bootstrap 95 % CI); McNemar exact p = {cmp.mcnemar_p:.3g}.</p>"
                 + table_html(two) + "<h3>Per site (B − A, paired bootstrap 95 % CI)</h3>" + table_html(cmp.per_site))  # fmt: skip
+        by_cause = causes.compare_causes(store, *pair)
+        if by_cause.diagnosed_a or by_cause.diagnosed_b:
+            body += f"<h3>By suggested cause</h3><p>{_e(by_cause.sentence())}</p>"
         if cmp.metric_config:
             body += f"<h3>Metrics ({_e(' / '.join(cmp.metric_config))})</h3>" + table_html(cmp.metrics)
         parts.append(_section(f"Comparison: {cmp.b} against {cmp.a}", body))

@@ -22,7 +22,8 @@ TASK_PAGE = "views/task.py"
 COMPARE_PAGE = "views/compare.py"
 
 # Triage filters travel with the task page so previous/next follow the reviewer's list.
-TRIAGE_KEYS = ("site", "verdict", "evaluator", "termination", "gold", "label", "q", "sort", "type", "hard")
+TRIAGE_KEYS = ("site", "verdict", "evaluator", "termination", "gold", "label", "q", "sort", "type", "hard",
+               "cause")  # fmt: skip
 TASK_TABS = ("Steps", "Alignment", "Network", "Evaluation", "Gold")
 
 

@@ -95,9 +95,36 @@ def _steps(report: dict[str, Any]) -> None:
         _block("screenshot", s["screenshot"])
 
 
+def _evidence(e: dict[str, Any]) -> str:
+    where = f"step {e['step_idx']}" if "step_idx" in e else f"event {e['seq']}" if "seq" in e else e["kind"]
+    status = f" (HTTP {e['status']})" if "status" in e else ""
+    return f"{where}{status}: {e['text']}"
+
+
+def _causes(report: dict[str, Any]) -> None:
+    say = ui.say
+    if not report["causes"]:
+        if report["verdict"] in ("failure", "error") and not report["diagnosed"]:
+            say(f"suggested cause: not diagnosed yet (`trajreview diagnose --run {report['run']}`)")
+        return
+    for c in report["causes"]:
+        by = "suggested by a model" if c["source"] == "model" else f"rule {c['rule']}"
+        say(
+            ("suggested cause" if c["is_primary"] else "  also found")
+            + f": {c['name']} ({by}): {c['summary']}"
+        )
+        _block("reasoning", c["reasoning"] if c["source"] == "model" else None)
+        for e in c["evidence"]:
+            say(f"    evidence {_evidence(e)}")
+    d = report["cause_decision"]
+    if d:
+        say(f"  reviewer: {d['cause']} {d['decision']} by {d['author']} at {d['at']:%Y-%m-%d %H:%M} UTC")
+
+
 def _print(report: dict[str, Any]) -> None:
     say = ui.say
     _header(report)
+    _causes(report)
     if report["evaluators"]:
         ui.print_table("evaluators", ["#", "evaluator", "status", "sentence"],
                        [(e["idx"], e["evaluator"], e["status"], e["explanation"] or e["error"]) for e in report["evaluators"]])  # fmt: skip

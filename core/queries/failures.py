@@ -2,8 +2,8 @@
 the shape of its sentence (values left out: "must include '…'; the agent answered '…'"), else how the
 attempt ended. The landing page lists these groups, each task one click from its task page.
 
-`FailureItem` is one failed task; a later diagnosis (suggested causes with evidence) adds its cause to the
-item and may group on it — `group_failures` takes the key function.
+`FailureItem` is one failed task; once the run is diagnosed (`trajreview diagnose`) the item carries its
+suggested primary cause and the groups are those causes (`group_failures` takes the key function).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from core.queries.causes import cause_name, primary_causes_sql
 from core.queries.runs import run_names, verdicts_sql
 from core.store import Store
 
@@ -35,6 +36,10 @@ class FailureItem:
     """The evaluators that did not succeed, comma-joined."""
     termination: str | None
     """How the attempt ended (`answered`, `early_stop`, ...)."""
+    cause: str | None = None
+    """The suggested primary cause (a taxonomy code); None when the run is not diagnosed."""
+    cause_by_model: bool = False
+    """That cause was suggested by a model (no rule decided)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,10 @@ def _cause(item: FailureItem) -> tuple[str, str | None]:
     return f"no explanation recorded; the attempt ended: {ending}", item.failing_evaluators
 
 
+def _diagnosed_cause(item: FailureItem) -> tuple[str, str | None]:
+    return cause_name(item.cause), None
+
+
 def group_failures(
     items: list[FailureItem], key: Callable[[FailureItem], tuple[str, str | None]] = _cause
 ) -> list[FailureGroup]:
@@ -84,24 +93,29 @@ def latest_run(store: Store) -> str | None:
 
 
 def failures_by_cause(store: Store, run: str) -> list[FailureGroup]:
-    """The run's failed and errored tasks grouped by what is known of their cause."""
+    """The run's failed and errored tasks grouped by what is known of their cause: the suggested primary
+    cause when the run is diagnosed, else the failing evaluator and the shape of its sentence."""
     rows = store.query(
         f"""
         WITH v AS ({verdicts_sql()}),
         failing AS (
             SELECT task_id, string_agg(DISTINCT evaluator, ', ' ORDER BY evaluator) AS evaluators
             FROM evaluator_results WHERE run = $run AND status <> 'success' GROUP BY task_id
-        )
+        ),
+        p AS ({primary_causes_sql()})
         SELECT v.task_id, k.site_key, v.verdict, coalesce(e.explanation, e.error), f.evaluators,
-               nullif(t.termination, 'none')
+               nullif(t.termination, 'none'), p.cause, coalesce(p.by_model, false)
         FROM v
         LEFT JOIN tasks k ON k.task_id = v.task_id
         LEFT JOIN evaluations e ON e.run = $run AND e.task_id = v.task_id
         LEFT JOIN trajectories t ON t.run = $run AND t.task_id = v.task_id AND t.is_answer
         LEFT JOIN failing f ON f.task_id = v.task_id
+        LEFT JOIN p ON p.task_id = v.task_id
         WHERE v.verdict IN ('failure', 'error')
         ORDER BY v.task_id
         """,
         {"run": run},
     )
-    return group_failures([FailureItem(*row) for row in rows])
+    items = [FailureItem(*row) for row in rows]
+    diagnosed = any(item.cause is not None for item in items)
+    return group_failures(items, _diagnosed_cause) if diagnosed else group_failures(items)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from core.queries.alignment import alignment_view, metric_rows, null_reason_text
+from core.queries.causes import is_diagnosed, task_causes
 from core.queries.evidence import Reference, step_evidence
 from core.queries.task import cannot_pass_evidence, episodes, evaluator_rows, gold_sets_with_task, task_header
 from core.store import Store
@@ -20,8 +22,8 @@ def task_report(store: Store, run: str, task_id: int, gold_set: str | None = Non
     intent where it differs), the verdict with its source and sentences, the reference that verdict was
     scored with (and the Verified one where it differs), the agent's answer and last page, the task's
     template in this run, every step with thought, plan, pages before and after, full error and
-    screenshot, per-evaluator results, metrics with the reason for every NULL, the gold alignment
-    summary, import problems."""
+    screenshot, per-evaluator results, the suggested failure causes with their evidence and the reviewer's
+    decision, metrics with the reason for every NULL, the gold alignment summary, import problems."""
     header = task_header(store, run, task_id)
     if header is None:
         return None
@@ -62,6 +64,13 @@ def task_report(store: Store, run: str, task_id: int, gold_set: str | None = Non
         "metrics": [],
         "alignment": None,
     }  # fmt: skip
+    found = task_causes(store, run, task_id)
+    report["diagnosed"] = is_diagnosed(store, run)
+    report["causes"] = [
+        {**asdict(c), "evidence": [{k: v for k, v in asdict(e).items() if v is not None} for e in c.evidence]}
+        for c in (found.causes if found else ())
+    ]
+    report["cause_decision"] = asdict(found.decision) if found and found.decision else None
     for m in metric_rows(store, run, task_id):
         values = {k: or_none(m.value(k)) for k in ("ssr", "rr", "repr", "psr", "ear")}
         report["metrics"].append(

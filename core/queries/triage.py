@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 import pandas as pd
 
 from core.queries.annotations import split_labels, task_labels_sql
+from core.queries.causes import cause_options, primary_causes_sql
 from core.queries.runs import verdicts_sql
 from core.store import Store
 
@@ -94,6 +95,11 @@ class TriageRow:
     """The run's answer attempt."""
     problems: int
     """Import problems recorded for the task."""
+    cause: str | None
+    """The suggested primary cause of a failed task (a taxonomy code, `trajreview diagnose`); None when
+    not diagnosed."""
+    cause_by_model: bool
+    """That cause was suggested by a model (no rule decided)."""
 
     @property
     def failed(self) -> bool:
@@ -199,7 +205,8 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
         current_gold AS (SELECT task_id, max(version) AS version FROM gold_steps WHERE gold_set = $gold
                          GROUP BY task_id),
         labels AS ({task_labels_sql()}),
-        problems AS (SELECT task_id, count(*) AS n FROM import_problems WHERE run = $run GROUP BY task_id)
+        problems AS (SELECT task_id, count(*) AS n FROM import_problems WHERE run = $run GROUP BY task_id),
+        causes AS ({primary_causes_sql()})
         SELECT v.task_id, k.site_key AS site, k.intent, v.verdict, v.verdict_source,
                k.task_type, k.in_hard_subset AS hard,
                f.failing_evaluators,
@@ -210,7 +217,7 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
                coalesce(e.cannot_pass, false) AS cannot_pass,
                coalesce(e.offline_disagrees, false) AS disagrees, l.label,
                coalesce(t.final_answer, r.raw_text) AS answer, t.episode,
-               coalesce(p.n, 0) AS problems
+               coalesce(p.n, 0) AS problems, c.cause, coalesce(c.by_model, false) AS cause_by_model
         FROM v
         LEFT JOIN tasks k ON k.task_id = v.task_id
         LEFT JOIN evaluations e ON e.run = $run AND e.task_id = v.task_id
@@ -223,6 +230,7 @@ def triage_table(store: Store, run: str, metric_config: tuple[str, str, str] | N
         LEFT JOIN current_gold cg ON cg.task_id = v.task_id
         LEFT JOIN labels l ON l.task_id = v.task_id
         LEFT JOIN problems p ON p.task_id = v.task_id
+        LEFT JOIN causes c ON c.task_id = v.task_id
         ORDER BY v.task_id
         """,
         {"run": run, "gold": gold_set, "judge": judge, "preset": preset},
@@ -246,11 +254,12 @@ class TriageFilter:
     sort: str = "failed first"
     task_types: tuple[str, ...] = ()
     hard: str | None = None  # one of HARD
+    causes: tuple[str, ...] = ()  # primary cause codes; NONE: no suggested cause
 
     def fingerprint(self) -> str:
         """A short stable key: a table keyed by it never applies an old selection to new rows."""
         parts = (self.sites, self.verdicts, self.evaluators, self.terminations, self.has_gold, self.labels,
-                 self.text.strip().casefold(), self.sort, self.task_types, self.hard)  # fmt: skip
+                 self.text.strip().casefold(), self.sort, self.task_types, self.hard, self.causes)  # fmt: skip
         return hashlib.sha1(repr(parts).encode()).hexdigest()[:12]
 
 
@@ -267,6 +276,7 @@ def options(table: TriageTable) -> dict[str, list[str]]:
         "terminations": _with_none(df["termination"]),
         "labels": _labels_with_none(df["label"]),
         "task_types": _with_none(df["task_type"]),
+        "causes": cause_options(df["cause"], df["verdict"].isin(FAILED), NONE),
     }
 
 
@@ -306,6 +316,8 @@ def apply_filter(table: TriageTable, f: TriageFilter) -> TriageTable:
         keep &= _isin(df["termination"], f.terminations)
     if f.task_types:
         keep &= _isin(df["task_type"], f.task_types)
+    if f.causes:
+        keep &= _isin(df["cause"], f.causes)
     if f.hard == HARD[0]:
         keep &= df["hard"].map(lambda v: v is True).astype(bool)
     elif f.hard == HARD[1]:
@@ -373,6 +385,7 @@ def filter_from_params(get_all) -> TriageFilter:
         terminations=tuple(get_all("termination")), has_gold=first("gold") if first("gold") in HAS_GOLD else None,
         labels=tuple(get_all("label")), text=first("q") or "", sort=sort if sort in SORTS else "failed first",
         task_types=tuple(get_all("type")), hard=first("hard") if first("hard") in HARD else None,
+        causes=tuple(get_all("cause")),
     )  # fmt: skip
 
 

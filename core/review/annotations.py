@@ -1,5 +1,5 @@
-"""Reviewer writes: labels and notes on a run, task, step or network event, marks on judged pairs, and
-the label vocabulary.
+"""Reviewer writes: labels and notes on a run, task, step or network event, marks on judged pairs,
+decisions on a task's suggested failure cause, and the label vocabulary.
 
 Everything is append-only: a write is a new row with its author and time, a correction is a newer row
 for the same target, and the read models (core/queries/annotations.py) take the latest row of each
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.errors import InputError
+from core.errors import InputError, NotFound
+from core.measure.llm.diagnosis import CAUSES
 from core.store import Store, insert_rows, utcnow
 
 # What a row annotates; each target needs the key columns listed.
@@ -22,6 +23,7 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
     "task": ("run", "task_id"),
     "step": ("run", "task_id", "episode", "step_idx"),
     "event": ("run", "task_id", "event_seq"),
+    "diagnosis": ("run", "task_id"),
     "judgment": (
         "run", "task_id", "episode", "gold_set", "gold_version", "alternative", "gold_idx", "step_idx",
         "judge_config",
@@ -29,6 +31,7 @@ TARGET_KEYS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 LABEL_TARGETS = ("run", "task", "step", "event")
 MARKS = ("right", "wrong")  # the reviewer's mark on a judged pair: was the judge's verdict right?
+DECISIONS = ("accepted", "rejected")  # the reviewer's decision on a task's suggested cause (target diagnosis)
 MAX_LABEL = 60
 MAX_NOTE = 4000
 
@@ -135,6 +138,49 @@ def mark_pairs(store: Store, marks: list[PairMark], author: str) -> int:
         return 0
     with store.transaction() as cur:
         return insert_rows(cur, "annotations", rows)
+
+
+def decide_cause(
+    store: Store, run: str, task_id: int, cause: str, decision: str, author: str, *, label: str | None = None
+) -> int:
+    """The reviewer's decision on a suggested cause of a failed task, in one transaction: a `diagnosis`
+    row (label `accepted` or `rejected`, note the cause code) and, when accepted, the task's label
+    `label` — the vocabulary label the cause becomes (`core.diagnose.taxonomy.CAUSE_LABEL`, passed by the
+    caller: review and diagnose share a rank), keeping the task's note. Returns the diagnosis row's id."""
+    if decision not in DECISIONS:
+        raise InputError("decision", f"{decision!r} is not one of {', '.join(DECISIONS)}")
+    if cause not in CAUSES or cause == "undecided":  # names no cause to accept or reject
+        raise InputError("cause", f"{cause!r} is not a failure cause")
+    name = _author(author)
+    label = (label or "").strip() or None
+    if decision == "accepted" and label is None:
+        raise InputError("label", "accepting a cause needs the reviewer label it becomes")
+    if label is not None and label not in active_labels(store):
+        raise InputError("label", f"{label!r} is not in the label vocabulary (add it there first)")
+    found = store.query(
+        "SELECT 1 FROM failure_causes WHERE run = ? AND task_id = ? AND cause = ?", [run, task_id, cause]
+    )
+    if not found:
+        raise NotFound("suggested cause", cause, where=f"for task {task_id} of run {run!r}")
+    now = utcnow()
+    with store.transaction() as cur:
+        decided = cur.execute(
+            "INSERT INTO annotations (run, task_id, target, label, note, author, created_at)"
+            " VALUES (?, ?, 'diagnosis', ?, ?, ?, ?) RETURNING id",
+            [run, task_id, decision, cause, name, now],
+        ).fetchone()
+        if decision == "accepted":
+            note = cur.execute(
+                "SELECT note FROM annotations WHERE target = 'task' AND run = ? AND task_id = ?"
+                " ORDER BY id DESC LIMIT 1",
+                [run, task_id],
+            ).fetchone()
+            cur.execute(
+                "INSERT INTO annotations (run, task_id, target, label, note, author, created_at)"
+                " VALUES (?, ?, 'task', ?, ?, ?, ?)",
+                [run, task_id, label, note[0] if note else None, name, now],
+            )
+    return int(decided[0])
 
 
 def _insert(store: Store, row: dict) -> int:

@@ -1,12 +1,14 @@
 """The landing page's first answer: the latest run's failures grouped by what is known of their cause,
 each task one click from its task page and its plain-sentence reason. Groups come from
-`core.queries.failures` (a later diagnosis adds its cause to the items and regroups there)."""
+`core.queries.failures`: the suggested primary causes once the run is diagnosed, else the failing
+evaluator and the shape of its sentence."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from core.queries import failures as q
+from core.queries.triage import NONE
 from dashboard import state
 from dashboard.db import read
 from dashboard.text import escape_md
@@ -17,6 +19,8 @@ TASKS = 10  # task links per group
 
 def _task_link(run: str, item: q.FailureItem) -> None:
     sentence = item.sentence or f"ended: {item.termination or 'not recorded'}"
+    if item.cause_by_model:
+        sentence = f"(cause suggested by a model) {sentence}"
     st.page_link(
         state.TASK_PAGE, label=f"Task {item.task_id} · {escape_md(item.site or '?')} — {escape_md(sentence, 160)}",
         query_params={"run": run, "task": str(item.task_id), "verdict": "failure"}, icon=":material/report:",
@@ -35,15 +39,23 @@ def render() -> None:
     if not groups:
         st.caption("Every scored task of this run passed.")
         return
-    st.caption(f"{total} failed tasks in {len(groups)} groups by their failing evaluator and the shape of its "
-               "sentence (values left out). Open a group, then a task: its page starts with the reason.")  # fmt: skip
+    diagnosed = any(item.cause for g in groups for item in g.items)
+    grouping = ("by their suggested primary cause (`trajreview diagnose`)" if diagnosed else
+                "by their failing evaluator and the shape of its sentence (values left out)")  # fmt: skip
+    st.caption(f"{total} failed tasks in {len(groups)} groups {grouping}. Open a group, then a task: its page "
+               "starts with the reason.")  # fmt: skip
     for i, g in enumerate(groups[:GROUPS]):
         who = f" ({escape_md(g.evaluators)})" if g.evaluators else ""
         with st.expander(f"**{len(g.items)}** · {escape_md(g.cause, 140)}{who}", expanded=i == 0):
             for item in g.items[:TASKS]:
                 _task_link(run, item)
-            if len(g.items) > TASKS:
-                st.caption(f"… and {len(g.items) - TASKS} more of this kind in Triage.")
+            more = len(g.items) - TASKS
+            if diagnosed:  # the group is one cause: Triage lists exactly its tasks
+                cause = {"cause": g.items[0].cause or NONE, "verdict": ["failure", "error"]}
+                st.page_link(state.TRIAGE_PAGE, label=f"All {len(g.items)} in Triage" + (f" ({more} more)" if more > 0 else ""),
+                             query_params={"run": run, **cause}, icon=":material/filter_alt:")  # fmt: skip
+            elif more > 0:
+                st.caption(f"… and {more} more of this kind in Triage.")
     rest = sum(len(g.items) for g in groups[GROUPS:])
     params = {"run": run, "verdict": "failure"}
     label = f"All {total} failed tasks in Triage" + (

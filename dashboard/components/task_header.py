@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.queries.evidence import Reference
 from core.queries.task import TaskHeader, cannot_pass_evidence
+from dashboard.components import suggested_cause
 from dashboard.components.formatting import verdict_label
 from dashboard.text import escape_md
 
@@ -52,7 +53,9 @@ def _instruction(h: TaskHeader) -> None:
         st.markdown(f"**WebArena-Verified intent** (worded differently): {escape_md(h.intent, limit=None)}")
 
 
-def render(h: TaskHeader, run: str) -> None:
+def render(h: TaskHeader, run: str, *, with_cause: bool = False) -> None:
+    """The header; `with_cause`: the suggested cause with Accept/Reject under the verdict (the task page;
+    Compare's side-by-side headers leave it out)."""
     st.markdown(f"### Task {h.task_id} · {escape_md(h.site_key or 'unknown site')}")
     _instruction(h)
     facts = [
@@ -75,6 +78,8 @@ def render(h: TaskHeader, run: str) -> None:
                 st.error(escape_md(sentence, limit=None), icon=":material/report:")
         else:
             st.warning("No explanation recorded for this failure (the run carries a bare verdict).")
+    if with_cause:
+        suggested_cause.render(run, h.task_id, failed=h.verdict in ("failure", "error"))
     if h.verdict_disagrees:
         st.warning(
             f"The offline re-check of WebArena's original evaluators says {h.offline_status}, the run's own "

@@ -1,5 +1,6 @@
 """Breakdowns: `?runs=…&dim=…&img=svg` — success rate with its 95 % CI per run by site, task type, hard
-subset, termination and reviewer label; every bar opens Triage on that run filtered to that value."""
+subset, termination and reviewer label, and failures by suggested cause; every bar opens Triage on that
+run filtered to that value."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from core.queries import breakdowns as q
 from core.queries import runs as rq
 from dashboard import state
 from dashboard.charts import export_config, rate_bars
+from dashboard.components import cause_breakdown
 from dashboard.components.downloads import table_downloads
 from dashboard.components.formatting import rate_with_ci
 from dashboard.components.run_picker import pick_runs
@@ -29,10 +31,15 @@ st.caption(
     "unscored tasks are left out and counted in *unscored*. Bars say rate · successes/scored. "
     f"Click a bar to triage those tasks. {rq.MULTI_SITE_RULE} `{q.NONE}`: not recorded."
 )
-dimensions = list(q.DIMENSIONS)
+CAUSES_TAB = "failure cause"  # failures by suggested cause: shares of failed tasks, not success rates
+dimensions = [*q.DIMENSIONS, CAUSES_TAB]
 # Only the open tab builds its chart (many Plotly charts make every click on a page slow).
 for dimension, tab in zip(dimensions, state.url_tabs(dimensions, "dim"), strict=True):
     if not tab.open:
+        continue
+    if dimension == CAUSES_TAB:
+        with tab:
+            cause_breakdown.render(chosen, image or "png")
         continue
     with tab:
         part = table[table["dimension"] == dimension]

@@ -1,6 +1,6 @@
 """Compare: `?a=…&b=…&flip=…&site=…&task=…&img=svg` — two runs task by task: the 2x2 of outcomes with McNemar's exact
-test, the paired bootstrap CI of the difference in success and in each metric, per-site deltas, and the
-flipped tasks; a selected flipped task opens both runs' task views side by side."""
+test, the paired bootstrap CI of the difference in success and in each metric, the tasks fixed and broken
+per suggested cause, per-site deltas, and the flipped tasks; a selected flipped task opens both runs' task views side by side."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from core.queries import runs as rq
 from core.queries import task as tq
 from dashboard import state
 from dashboard.charts import deltas, export_config
-from dashboard.components import task_header
+from dashboard.components import cause_compare, task_header
 from dashboard.components.downloads import table_downloads
 from dashboard.components.formatting import pct, verdict_label
 from dashboard.components.run_picker import run_names_or_stop
@@ -93,6 +93,8 @@ with right:
         table_downloads(st, cmp.metrics, f"compare-metrics-{a}-vs-{b}")
     else:
         st.info(" ".join(cmp.notes))
+
+cause_compare.render(a, b)
 
 st.subheader("Per site")
 cols = st.columns([5, 1.2])

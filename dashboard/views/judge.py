@@ -1,6 +1,7 @@
 """Labels & judge: `?judge=&run=` — how far the judge agrees with the reviewers' marks (accuracy and
-Cohen's κ with 95 % CI and n, per stage), reviewer labels counted per run and site, and the label
-vocabulary (editable unless the instance is read-only)."""
+Cohen's κ with 95 % CI and n, per stage), the suggested failure causes against the reviewers' labels,
+reviewer labels counted per run and site, and the label vocabulary (editable unless the instance is
+read-only)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from core.queries import annotations as qa
 from core.queries.runs import run_names
 from core.review.annotations import add_label, retire_label
 from dashboard import charts, state
+from dashboard.components import cause_agreement
 from dashboard.components.tables import show_table
 from dashboard.db import read, read_only, write
 from dashboard.identity import ask_reviewer_name
@@ -126,5 +128,6 @@ def _vocabulary() -> None:
 
 st.title("Labels & judge")
 _agreement()
+cause_agreement.render()
 _labels()
 _vocabulary()

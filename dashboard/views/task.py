@@ -1,4 +1,5 @@
-"""Task review: `?run=&task=&episode=&tab=&step=` — header, previous/next failed task, and the tabs
+"""Task review: `?run=&task=&episode=&tab=&step=` — header with the suggested cause (Accept/Reject),
+previous/next failed task, and the tabs
 Steps, Alignment, Network, Evaluation and Gold (only the open tab is built; Gold takes `goldset`,
 `galt`, `gfrom`, `gto`)."""
 
@@ -78,7 +79,7 @@ if others is not None and len(others) > 1:
                 st.page_link(state.TASK_PAGE, label=f"{row.run}: {verdict_label(row.verdict)}",
                              query_params={"run": row.run, "task": str(task_id)})  # fmt: skip
 
-task_header.render(header, run)
+task_header.render(header, run, with_cause=True)
 labels_panel.render("task", run, task_id, what="task")
 
 attempts = read(q.episodes, run, task_id) or []

@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from core.queries import triage as q
+from core.queries.causes import cause_name, diagnose_hint
 from dashboard import state
 from dashboard.components import labels_panel
 from dashboard.components.formatting import VERDICT_ICONS
@@ -34,15 +35,21 @@ evaluators = state.url_multiselect(cols[2], "Failing evaluator", opts["evaluator
 terminations = state.url_multiselect(cols[3], "Termination", opts["terminations"], "termination")
 has_gold = state.url_selectbox(cols[4], "Gold", q.HAS_GOLD, "gold", placeholder="any")
 labels = state.url_multiselect(cols[5], "Reviewer label", opts["labels"], "label")
-cols = st.columns([4, 2, 2, 1.4])
+cols = st.columns([3, 2, 2, 1.4, 2.6])
 text = state.url_text(cols[0], "Search intent, answer and explanation", "q", placeholder="words or a task id")
 sort = state.url_selectbox(cols[1], "Sort", list(q.SORTS), "sort", default=list(q.SORTS)[0])
 task_types = state.url_multiselect(cols[2], "Task type", opts["task_types"], "type")
 hard = state.url_selectbox(cols[3], "Hard subset", q.HARD, "hard", placeholder="any")
+causes = state.url_multiselect(
+    cols[4], "Suggested cause", opts["causes"], "cause", format_func=lambda c: c if c == q.NONE else cause_name(c),
+    placeholder="any" if opts["causes"] else "not diagnosed", disabled=not opts["causes"],
+    help=None if opts["causes"] else diagnose_hint(run),
+)  # fmt: skip
 
 flt = q.TriageFilter(
     sites=tuple(sites), verdicts=tuple(verdicts), evaluators=tuple(evaluators), terminations=tuple(terminations),
     has_gold=has_gold, labels=tuple(labels), text=text or "", sort=sort, task_types=tuple(task_types), hard=hard,
+    causes=tuple(causes),
 )  # fmt: skip
 shown = q.apply_filter(table, flt)
 c = q.counts(shown)
@@ -61,7 +68,10 @@ if shown.empty:
     st.stop()
 
 # The columns are the fields of q.TriageRow (`frame()`); the page only decorates the verdict.
-view = shown.frame().assign(verdict=[f"{VERDICT_ICONS.get(r.verdict, '')} {r.verdict}" for r in shown.rows])
+view = shown.frame().assign(
+    verdict=[f"{VERDICT_ICONS.get(r.verdict, '')} {r.verdict}" for r in shown.rows],
+    cause=[cause_name(r.cause) + (" (model)" if r.cause_by_model else "") if r.cause else None for r in shown.rows],
+)  # fmt: skip
 # Tasks without gold link straight to the task page's Gold tab, to write one (not on a read-only instance).
 writable = not read_only()
 if writable:
@@ -72,7 +82,7 @@ if writable:
 # Keyed by the filter: a selection made in another filtered list never lands on this one's rows.
 picked = show_table(
     view, wrap=True, on_select="rerun", height=min(38 + WRAP_ROW_HEIGHT * len(view), 720), selection_mode="single-row", key=f"triage-{run}-{flt.fingerprint()}",
-    column_order=("task_id", "site", "verdict", "explanation", "failing_evaluators", "intent", "task_type", "termination", "steps",
+    column_order=("task_id", "site", "verdict", "cause", "explanation", "failing_evaluators", "intent", "task_type", "termination", "steps",
                   "has_gold", *(("write_gold",) if writable else ()), "ssr", "ear", "metrics_stale", "cannot_pass", "disagrees", "label", "problems", "verdict_source"),
     column_config={
         "task_id": st.column_config.NumberColumn("task", format="%d", width="small"),
@@ -80,6 +90,7 @@ picked = show_table(
         "verdict_source": st.column_config.TextColumn("source", help="who decided the verdict"),
         "failing_evaluators": st.column_config.TextColumn("failing evaluators"),
         "explanation": st.column_config.TextColumn("why it failed", width="large"),
+        "cause": st.column_config.TextColumn("suggested cause", help="the primary cause `trajreview diagnose` suggests; (model): suggested by a model where no rule decided"),
         "has_gold": st.column_config.CheckboxColumn("gold"),
         "write_gold": st.column_config.LinkColumn("write gold", display_text="✎ write gold", width="medium",
                                                   help="Open the task's Gold tab to write its gold"),
