@@ -61,6 +61,10 @@ def numbers(values: list[int]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
+def _actions(n: int) -> str:
+    return f"{n} action" if n == 1 else f"{n} actions"
+
+
 def _answer_step(facts: TaskFacts) -> StepFact | None:
     for step in reversed(facts.steps):
         if step.answer:
@@ -264,7 +268,7 @@ def step_limit(facts: TaskFacts) -> Finding | None:
     why = f" ({detail})" if detail else ""
     return Finding(
         "step_limit", "step_limit",
-        f"The run was cut after {facts.n_steps} actions{why} before the agent finished.",
+        f"The run was cut after {_actions(facts.n_steps)}{why} before the agent finished.",
         (Evidence("step", detail or "truncated", step_idx=facts.actions[-1].idx if facts.actions else None),),
     )  # fmt: skip
 
@@ -345,7 +349,7 @@ def gave_up(facts: TaskFacts) -> Finding | None:
     step = _answer_step(facts)
     return Finding(
         "gave_up", "gave_up",
-        f"After {facts.n_steps} actions the agent {what}{_answered_at(facts)}, though the task is achievable.",
+        f"After {_actions(facts.n_steps)} the agent {what}{_answered_at(facts)}, though the task is achievable.",
         (Evidence("response", facts.answer[:300] if facts.answer else what, step_idx=step.idx if step else None),),
     )  # fmt: skip
 
