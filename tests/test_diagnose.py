@@ -274,3 +274,17 @@ def test_the_diagnose_command(demo_db: Path, tmp_path: Path):
     assert no_run.returncode == 2 and "--run" in no_run.stderr
     out = run_cli("diagnose", "--agreement", db=db, check=True).stdout
     assert "agreement with the reviewers' task labels: n=0" in out
+
+
+def test_the_question_quotes_the_last_steps_within_the_bounds(demo):
+    """docs: the model reads the last 30 steps, each cut to 120 characters, and the final answer."""
+    from core.diagnose.facts import load_facts
+    from core.diagnose.model import MAX_ATTEMPT_CHARS, MAX_STEP_CHARS, MAX_STEPS_QUOTED, question
+
+    longest = max(load_facts(demo, OPAGENT), key=lambda f: len(f.steps))
+    assert len(longest.steps) > MAX_STEPS_QUOTED
+    asked = question(longest)
+    assert asked.kind == "diagnosis" and asked.a == longest.intent
+    assert f"({len(longest.steps) - MAX_STEPS_QUOTED} earlier steps not shown)" in asked.b
+    assert f"{longest.steps[-1].idx}. {longest.steps[-1].action[:MAX_STEP_CHARS]}" in asked.b
+    assert len(asked.b) <= MAX_ATTEMPT_CHARS and asked.context

@@ -43,7 +43,12 @@ def test_every_failed_opagent_task_has_one_primary_cause(whole):
     undecided = whole.query(
         "SELECT summary FROM failure_causes WHERE run = ? AND is_primary AND cause = 'undecided'", [OPAGENT]
     )
-    assert all(s.startswith("No rule decided; no model configured (") for (s,) in undecided)
+    # docs: the 5 the rules leave open are attempts that recorded no answer.
+    assert len(undecided) == 5
+    assert all(
+        s.startswith("No rule decided; no model configured (") and "without an answer" in s
+        for (s,) in undecided
+    )
 
 
 def test_the_rules_alone_decide_most_failures(whole):
@@ -52,7 +57,7 @@ def test_the_rules_alone_decide_most_failures(whole):
     by_rule, failed = _share_by_rules(whole, OPAGENT)
     assert by_rule / failed >= 0.95 and by_rule / failed >= 0.80
     by_rule, failed = _share_by_rules(whole, BABEL)
-    assert failed == 260 and by_rule / failed >= 0.95
+    assert failed == 260 and by_rule == failed
 
 
 def test_agreement_on_the_held_out_labels(whole):
@@ -63,6 +68,14 @@ def test_agreement_on_the_held_out_labels(whole):
     assert result.accuracy >= 0.37 and result.kappa >= 0.22
     low, high = result.kappa_ci
     assert low is not None and low < result.kappa < high
+    # Per run: OpAgent κ 0.29 (n=22), babelcloud κ 0.25 (n=23).
+    opagent, babel = (agreement_from_labels(whole, path, "holdout") for path in LABELS)
+    assert (opagent.n, babel.n) == (22, 23) and opagent.kappa >= 0.24 and babel.kappa >= 0.2
+    # The table of disagreements in the docs: most are strict evaluators and drift taken for wrong answers.
+    wrong = sorted(((n, label, s) for label, s, n in result.confusion if label != s), reverse=True)
+    assert [(label, s) for _, label, s in wrong[:2]] == [
+        ("evaluator_strict", "wrong_answer"), ("drifted", "wrong_answer")
+    ]  # fmt: skip
 
 
 def test_agreement_on_all_labels_and_where_the_rules_are_sure(whole):

@@ -19,10 +19,11 @@ from core.progress import ProgressCallback
 from core.store import ShortLivedStore, Store
 
 # What the question quotes of the attempt: its last steps and the answer, within a few thousand characters
-# (the prompt, the reply cap and a small model's context all fit).
-MAX_STEPS_QUOTED = 40
-MAX_STEP_CHARS = 160
-MAX_ATTEMPT_CHARS = 6000
+# (the prompt, the reply cap and a 2048-token context all fit).
+MAX_STEPS_QUOTED = 30
+MAX_STEP_CHARS = 120
+MAX_ATTEMPT_CHARS = 3000
+MAX_CONTEXT_CHARS = 800
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,11 @@ def question(facts: TaskFacts) -> FailedTask:
         f" ({facts.termination_detail})" if facts.termination_detail else ""
     )
     answer = f"Final answer: {facts.answer}" if facts.answer else "No final answer."
-    did = "\n".join([*head, *lines, ending, answer])[-MAX_ATTEMPT_CHARS:]
+    first = "\n".join(head) + "\n" if head else ""
+    did = first + "\n".join([*lines, ending, answer])[-(MAX_ATTEMPT_CHARS - len(first)) :]
     why = [ev.explanation for ev in facts.evaluators if ev.explanation] or [facts.explanation or ""]
     context = "; ".join(w for w in why if w) or f"the run's own verdict is {facts.status}"
-    return FailedTask(a=facts.intent, b=did, context=context[:2000])
+    return FailedTask(a=facts.intent, b=did, context=context[:MAX_CONTEXT_CHARS])
 
 
 def ask_model(
