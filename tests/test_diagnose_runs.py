@@ -95,3 +95,21 @@ def test_agreement_on_the_tune_half_is_higher(whole):
     tune = agreement_from_labels(whole, LABELS, "tune")
     holdout = agreement_from_labels(whole, LABELS, "holdout")
     assert tune.kappa >= 0.47 and tune.kappa > holdout.kappa
+
+
+def test_a_strict_evaluator_cites_the_passing_tasks_of_its_template(whole):
+    """OpAgent task 325 (a trailing space in the reference URL) cites, beside the evaluator line, the
+    tasks of its template that passed in the run."""
+    import orjson
+
+    ((rule, evidence),) = whole.query(
+        "SELECT rule, evidence FROM failure_causes WHERE run = ? AND task_id = 325 AND is_primary", [OPAGENT]
+    )
+    assert rule == "differs_only_in_format"
+    (template,) = [e["text"] for e in orjson.loads(evidence) if e["kind"] == "template"]
+    siblings = whole.query(
+        "SELECT e.task_id FROM evaluations e JOIN tasks t USING (task_id) WHERE e.run = ? AND e.status = 'success'"
+        " AND t.intent_template_id = (SELECT intent_template_id FROM tasks WHERE task_id = 325) ORDER BY 1",
+        [OPAGENT],
+    )
+    assert siblings and all(str(t) in template for (t,) in siblings)

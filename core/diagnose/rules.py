@@ -157,6 +157,16 @@ def tool_server_errors(facts: TaskFacts) -> Finding | None:
 # --- evaluator stricter than the task -----------------------------------------------------------------
 
 
+def _template_evidence(facts: TaskFacts) -> tuple[Evidence, ...]:
+    """Supporting evidence only, it decides nothing (on the tune labels 9 of 10 wrong answers had a passing
+    task of the same template too): tasks of the same template that passed in the run."""
+    if not facts.template_passed:
+        return ()
+    tasks = list(facts.template_passed)
+    text = f"task{'s' if len(tasks) > 1 else ''} {numbers(tasks)} of the same template passed in this run"
+    return (Evidence("template", text),)
+
+
 def offline_evaluators_pass(facts: TaskFacts) -> Finding | None:
     """The offline WebArena evaluators pass the task that the run's own verdict failed."""
     if facts.offline_status != "success" or not facts.offline_disagrees:
@@ -165,7 +175,7 @@ def offline_evaluators_pass(facts: TaskFacts) -> Finding | None:
         "evaluator_strict", "offline_evaluators_pass",
         f"The run's own verdict is {facts.status}, but every offline evaluator passes the answer "
         f"{quote(facts.answer, 40)}.",
-        (Evidence("evaluator", facts.explanation or "offline evaluators: success"),),
+        (Evidence("evaluator", facts.explanation or "offline evaluators: success"), *_template_evidence(facts)),
     )  # fmt: skip
 
 
@@ -188,7 +198,7 @@ def differs_only_in_format(facts: TaskFacts) -> Finding | None:
             return Finding(
                 "evaluator_strict", "differs_only_in_format",
                 f"The {ev.evaluator} check failed on a difference of format only: {quote(ev.explanation, 160)}.",
-                (Evidence("evaluator", ev.explanation, seq=ev.nearest_event_seq),),
+                (Evidence("evaluator", ev.explanation, seq=ev.nearest_event_seq), *_template_evidence(facts)),
             )  # fmt: skip
     string_failed = any(ev.evaluator == "string_match" and ev.status == "failure" for ev in facts.evaluators)
     ref = facts.original_reference
@@ -203,7 +213,7 @@ def differs_only_in_format(facts: TaskFacts) -> Finding | None:
         "evaluator_strict", "differs_only_in_format",
         f"The answer {quote(facts.answer, 50)} holds every reference string "
         f"({', '.join(quote(w, 30) for w in wanted[:4])}) once case, spaces and punctuation are set aside.",
-        (_failing_sentence(facts), Evidence("response", facts.answer[:300])),
+        (_failing_sentence(facts), Evidence("response", facts.answer[:300]), *_template_evidence(facts)),
     )  # fmt: skip
 
 
@@ -251,7 +261,7 @@ def verified_reference_matches(facts: TaskFacts) -> Finding | None:
         "evaluator_strict", "verified_reference_matches",
         f"The answer {quote(facts.answer, 50)} holds every value of the corrected WebArena-Verified "
         f"reference ({', '.join(quote(e, 30) for e in expected[:5])}), but the run was scored with the original one.",
-        (_failing_sentence(facts), Evidence("response", facts.answer[:300])),
+        (_failing_sentence(facts), Evidence("response", facts.answer[:300]), *_template_evidence(facts)),
     )  # fmt: skip
 
 

@@ -9,7 +9,7 @@ data gives the same rows (only `diagnosed_at` differs).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import orjson
 import pyarrow as pa
@@ -40,7 +40,6 @@ class DiagnoseResult:
     by_primary: dict[str, int]  # primary cause (or undecided) -> tasks
     by_source: dict[str, int]  # rule | model | undecided -> tasks
     llm: LLMStats | None = None
-    undecided_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def rule_share(self) -> float | None:
@@ -130,5 +129,4 @@ def diagnose_run(
         by_primary=dict(Counter(r["cause"] for r in primaries).most_common()),
         by_source=dict(Counter(UNDECIDED if r["cause"] == UNDECIDED else r["source"] for r in primaries)),
         llm=stats,
-        undecided_reasons=dict(Counter(r["summary"] for r in primaries if r["cause"] == UNDECIDED)),
     )  # fmt: skip
