@@ -5,6 +5,7 @@ a second run gives the same rows, the model decides only what the rules leave op
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -239,7 +240,8 @@ def test_agreement_with_the_reviewers_task_labels(demo):
 def test_the_shipped_labels_are_our_own_and_well_formed():
     for name in ("opagent", "babelcloud"):
         text = (FIXTURE / f"{name}.csv").read_text(encoding="utf-8")
-        assert "/work/" not in text and "/home/" not in text and "/tmp/" not in text
+        # CSV is outside test_architecture's check of absolute paths: the same pattern, checked here.
+        assert not re.search(r"/(?:work|farm|root|tmp|home/[a-z]+|Users/[A-Za-z]+)/", text)
         labels = read_labels(FIXTURE / f"{name}.csv")
         assert len(labels) >= 40 and {r for r, _, _ in labels} == {name}
         holdout = read_labels(FIXTURE / f"{name}.csv", "holdout")
@@ -288,3 +290,16 @@ def test_the_question_quotes_the_last_steps_within_the_bounds(demo):
     assert f"({len(longest.steps) - MAX_STEPS_QUOTED} earlier steps not shown)" in asked.b
     assert f"{longest.steps[-1].idx}. {longest.steps[-1].action[:MAX_STEP_CHARS]}" in asked.b
     assert len(asked.b) <= MAX_ATTEMPT_CHARS and asked.context
+
+
+def test_an_undecided_row_says_whether_a_model_was_asked(demo):
+    """docs/schema.md: an undecided row is source `rule` when no model was asked, `model` when it was."""
+    assert {s for (s,) in demo.query("SELECT source FROM failure_causes WHERE cause = 'undecided'")} == {
+        "rule"
+    }
+    with FakeOpenAI() as fake:
+        fake.answer_for = lambda token: json.dumps({"reasoning": "Cannot tell.", "cause": "undecided"})
+        diagnose_run(demo, OPAGENT, llm=_config(fake))
+    assert {s for (s,) in demo.query(
+        "SELECT source FROM failure_causes WHERE run = ? AND cause = 'undecided'", [OPAGENT]
+    )} == {"model"}  # fmt: skip
