@@ -15,8 +15,9 @@ import orjson
 import pyarrow as pa
 
 from core.diagnose.facts import TaskFacts, load_facts
+from core.diagnose.findings import Evidence
 from core.diagnose.model import ask_model
-from core.diagnose.rules import RULES_VERSION, Evidence, find_causes, undecided_reason
+from core.diagnose.rules import RULES_VERSION, find_causes, undecided_reason
 from core.diagnose.taxonomy import UNDECIDED
 from core.errors import NotFound
 from core.measure.llm.client import LLMStats
