@@ -70,6 +70,8 @@ def test_agreement_on_the_held_out_labels(whole):
     assert low is not None and low < result.kappa < high
     # Per run: OpAgent κ 0.29 (n=22), babelcloud κ 0.25 (n=23).
     opagent, babel = (agreement_from_labels(whole, path, "holdout") for path in LABELS)
+    only = agreement_from_labels(whole, LABELS, "holdout", runs_only=[OPAGENT])
+    assert (only.n, only.kappa) == (opagent.n, opagent.kappa)
     assert (opagent.n, babel.n) == (22, 23) and opagent.kappa >= 0.24 and babel.kappa >= 0.2
     # The table of disagreements in the docs: most are strict evaluators and drift taken for wrong answers.
     wrong = sorted(((n, label, s) for label, s, n in result.confusion if label != s), reverse=True)
@@ -113,3 +115,29 @@ def test_a_strict_evaluator_cites_the_passing_tasks_of_its_template(whole):
         [OPAGENT],
     )
     assert siblings and all(str(t) in template for (t,) in siblings)
+
+
+def test_the_agreement_command_on_the_held_out_labels(full_demo_db: Path, tmp_path: Path):
+    import json
+    import shutil
+
+    from test_cli import run_cli
+
+    db = tmp_path / "whole.duckdb"
+    shutil.copy(full_demo_db, db)
+    labels = [arg for path in LABELS for arg in ("--labels", str(path))]
+    out = run_cli("diagnose", "--agreement", *labels, "--split", "holdout", db=db, check=True).stdout
+    with Store(db, read_only=True) as store:
+        expected = agreement_from_labels(store, LABELS, "holdout")
+    assert f"n={expected.n} tasks ({expected.n_undecided} undecided" in out
+    assert (
+        f"Cohen's kappa {expected.kappa:.2f} [{expected.kappa_ci[0]:.2f}, {expected.kappa_ci[1]:.2f}]" in out
+    )
+    data = json.loads(
+        run_cli(
+            "diagnose", "--agreement", *labels, "--run", OPAGENT, "--format", "json", db=db, check=True
+        ).stdout
+    )
+    assert data["n"] + data["n_undecided"] == 46 and data["labels"].endswith(f"run {OPAGENT}")
+    bad = run_cli("diagnose", "--agreement", "--split", "holdout", db=db)
+    assert bad.returncode == 2 and "--labels" in bad.stderr

@@ -85,8 +85,9 @@ def diagnose_cmd(
         if split is not None and not labels:
             raise InputError("--split", "applies to a labels file (--labels)")
         if labels:
-            result = agreement_from_labels(store, labels, split)
+            result = agreement_from_labels(store, labels, split, runs_only=[run] if run else None)
             what = ", ".join(p.name for p in labels) + (f" ({split} split)" if split else "")
+            what += f", run {run}" if run else ""
         else:
             result = agreement_from_store(store, [run] if run else None)
             what = "the reviewers' task labels" + (f" of {run}" if run else "")

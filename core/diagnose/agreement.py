@@ -145,13 +145,21 @@ def read_labels(path: Path, split: str | None = None) -> list[tuple[str, int, st
 
 
 def agreement_from_labels(
-    store: Store | ShortLivedStore, labels_csv: Path | Sequence[Path], split: str | None = None
+    store: Store | ShortLivedStore,
+    labels_csv: Path | Sequence[Path],
+    split: str | None = None,
+    *,
+    runs_only: Sequence[str] | None = None,
 ) -> CauseAgreement:
-    """Agreement of the stored suggestions with a labels CSV, or several (one split, or all rows)."""
+    """Agreement of the stored suggestions with a labels CSV, or several (one split, or all rows; the
+    labels of the stored runs `runs_only` only, if given)."""
     files = [labels_csv] if isinstance(labels_csv, str | Path) else list(labels_csv)
     labels = [label for path in files for label in read_labels(Path(path), split)]
     stored = {name for (name,) in store.query("SELECT name FROM runs")}
     runs = {r: r if r in stored else LABEL_RUN_NAMES.get(r, r) for r in {run for run, _, _ in labels}}
+    if runs_only is not None:
+        labels = [label for label in labels if runs[label[0]] in runs_only]
+        runs = {r: name for r, name in runs.items() if name in runs_only}
     missing = sorted(name for name in runs.values() if name not in stored)
     if missing:
         raise NotFound("run", ", ".join(missing), hint="import it first")
