@@ -303,3 +303,33 @@ def test_an_undecided_row_says_whether_a_model_was_asked(demo):
     assert {s for (s,) in demo.query(
         "SELECT source FROM failure_causes WHERE run = ? AND cause = 'undecided'", [OPAGENT]
     )} == {"model"}  # fmt: skip
+
+
+def test_only_a_navigation_without_response_is_the_environment(demo):
+    """docs: a page navigation that got no response is the environment; a background request that got
+    none (cancelled) is not. Task 677 of wav-navigation gets one of each, in turn."""
+    (seq,) = demo.query("SELECT max(seq) + 1 FROM network_events WHERE run = ? AND task_id = 677", [NAV])[0]
+
+    def add(event_type: str) -> None:
+        with demo.transaction() as cur:
+            cur.execute("DELETE FROM network_events WHERE run = ? AND task_id = 677 AND seq = ?", [NAV, seq])
+            cur.execute(
+                "INSERT INTO network_events (run, task_id, seq, method, url, status, is_static_asset, event_type)"
+                " VALUES (?, 677, ?, 'GET', 'http://localhost:7780/admin/sales/order/', 0, false, ?)",
+                [NAV, seq, event_type],
+            )
+        diagnose_run(demo, NAV)
+
+    def primary() -> tuple:
+        return demo.query(
+            "SELECT cause, evidence FROM failure_causes WHERE run = ? AND task_id = 677 AND is_primary", [NAV]
+        )[0]
+
+    add("other")
+    assert primary()[0] == "wrong_answer"
+    add("navigation")
+    cause, evidence = primary()
+    assert (
+        cause == "environment"
+        and {"kind": "event", "seq": seq, "status": 0}.items() <= orjson.loads(evidence)[0].items()
+    )

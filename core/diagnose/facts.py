@@ -101,13 +101,15 @@ WHERE s.run = ?
 ORDER BY s.task_id, s.idx
 """
 
-# A response of 5xx, or none at all (status 0: the page never answered), on a request the engine reads
-# (static assets are left out: a missing icon does not break a task).
+# A response of 5xx on a request the engine reads (static assets are left out: a missing icon does not
+# break a task), or a page navigation that got no response at all (status 0 or -1; a cancelled background
+# request gets none too and says nothing about the site).
 _SERVER_ERRORS = """
 SELECT n.task_id, n.seq, n.status, n.method, n.url
 FROM network_events n
 JOIN evaluations e ON e.run = n.run AND e.task_id = n.task_id AND e.status IN ('failure', 'error')
-WHERE n.run = ? AND (n.status >= 500 OR n.status <= 0) AND NOT coalesce(n.is_static_asset, false)
+WHERE n.run = ? AND NOT coalesce(n.is_static_asset, false)
+  AND (n.status >= 500 OR (n.status <= 0 AND n.event_type = 'navigation'))
 ORDER BY n.task_id, n.seq
 """
 

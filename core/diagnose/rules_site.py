@@ -38,8 +38,8 @@ def trace_server_errors(facts: TaskFacts) -> Finding | None:
     what = " or ".join("no response" if s <= 0 else f"HTTP {s}" for s in statuses)
     n = len(events)
     summary = (
-        f"{n} {'response was' if n == 1 else 'responses were'} {what} "
-        f"(event{'s' if n > 1 else ''} {numbers([e.seq for e in events])}) in the task's trace"
+        f"{n} {'request' if n == 1 else 'requests'} in the task's trace got {what} "
+        f"(event{'s' if n > 1 else ''} {numbers([e.seq for e in events])})"
     )
     if facts.answer:
         summary += f" before the agent answered {quote(facts.answer, 40)}{answered_at(facts)}"
@@ -69,7 +69,7 @@ def tool_server_errors(facts: TaskFacts) -> Finding | None:
         return None
     failed = sorted({s.idx: s for s in server + unreachable}.values(), key=lambda s: s.idx)
     summary = (
-        f"{len(failed)} browser calls failed with a server error or an unreachable page "
+        f"{len(failed)} browser {'call' if len(failed) == 1 else 'calls'} failed with a server error or an unreachable page "
         f"(steps {numbers([s.idx for s in failed])}), first {quote(failed[0].error)}."
     )
     return Finding(
