@@ -158,3 +158,45 @@ def test_a_slow_answer_could_not_decide(server, opagent):
     assert summary.llm.answered == 0 and summary.llm.unresolved == {"timed out": 4}
     assert opagent.query("SELECT count(*) FROM judgments")[0][0] == 0
     assert summary.unresolved_tasks == 2
+
+
+def test_diagnose_asks_a_real_server_what_the_rules_leave_open(server, opagent):
+    """`diagnose_run` on the whole OpAgent run: the tasks no rule decides go to the real server as
+    diagnosis questions; each reply becomes a `model` row with its reasoning, or stays undecided saying the
+    model could not decide. Nothing the rules decided changes."""
+    from core.diagnose.run import diagnose_run
+
+    diagnose_run(opagent, "opagent")
+    by_rules = opagent.query(
+        "SELECT task_id, cause FROM failure_causes WHERE run = 'opagent' AND is_primary AND cause <> 'undecided'"
+        " ORDER BY 1"
+    )
+    open_tasks = [t for (t,) in opagent.query(
+        "SELECT task_id FROM failure_causes WHERE run = 'opagent' AND is_primary AND cause = 'undecided' ORDER BY 1"
+    )]  # fmt: skip
+    assert open_tasks
+    before = server.chat_requests()
+    result = diagnose_run(opagent, "opagent", llm=config(server))
+    assert result.llm.asked == len(open_tasks) and server.chat_requests() > before
+    rows = opagent.query(
+        "SELECT task_id, cause, source, summary, reasoning FROM failure_causes"
+        " WHERE run = 'opagent' AND is_primary AND list_contains(?, task_id) ORDER BY 1",
+        [open_tasks],
+    )
+    assert [r[0] for r in rows] == open_tasks
+    for _, cause, source, summary, reasoning in rows:
+        assert source == "model"
+        if cause == "undecided":
+            assert "the model could not decide" in summary
+        else:
+            assert cause in CAUSES and reasoning.strip() and summary.startswith("Suggested by a model:")
+    assert (
+        opagent.query(
+            "SELECT task_id, cause FROM failure_causes WHERE run = 'opagent' AND is_primary AND source = 'rule'"
+            " AND cause <> 'undecided' ORDER BY 1"
+        )
+        == by_rules
+    )
+    assert (
+        result.llm.answered == opagent.query("SELECT count(*) FROM judgments WHERE kind = 'diagnosis'")[0][0]
+    )

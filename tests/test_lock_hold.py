@@ -118,6 +118,11 @@ CASES = {
         "SELECT count(*) FROM judgments WHERE kind = 'gold_vs_agent'",
         llm=True,
     ),  # fmt: skip
+    "diagnose": Case(
+        "demo",
+        ("diagnose", "--run", "opagent", "--no-llm"),
+        "SELECT count(*) FROM failure_causes WHERE run = 'opagent'",
+    ),  # fmt: skip
 }
 # Caught on every run when held throughout (the rest with TRAJREVIEW_HOLD_CHECK=all).
 HELD_ON_EVERY_RUN = ("import opagent", "metrics")

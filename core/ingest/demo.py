@@ -154,16 +154,28 @@ def _demo_metrics(store: Store, root: Path) -> str:
     return f"metrics (offline judge vs {gold}): " + "; ".join(lines)
 
 
+def _diagnose(store: Store, root: Path) -> str:
+    # Suggested causes of every failed task, by the rules alone (the demo builds without any LLM endpoint).
+    from core.diagnose.run import diagnose_run
+
+    parts = []
+    for (run,) in store.query("SELECT name FROM runs ORDER BY name"):
+        result = diagnose_run(store, run)
+        parts.append(f"{run} {result.by_source.get('rule', 0)}/{result.n_tasks}")
+    return "failure causes decided by rules (failed tasks): " + ", ".join(parts)
+
+
 def demo_steps(source: DemoSource) -> list[DemoStep]:
     if source == "shared":
         return [
             _tasks, _agentlab_sample, _wav_navigation, _wav_demo, _webarena_render_babelcloud, _opagent,
             _offline_evaluation,
             _gold(GOLD_SETS[source], Path("human-gold") / "Golden Human Trajectories.xlsx"), _demo_metrics,
+            _diagnose,
         ]  # fmt: skip
     return [
         _tasks, _wav_navigation, _wav_demo, _webarena_render_babelcloud, _opagent, _offline_evaluation,
-        _gold(GOLD_SETS[source], Path("gold") / "demo-gold.csv"), _demo_metrics,
+        _gold(GOLD_SETS[source], Path("gold") / "demo-gold.csv"), _demo_metrics, _diagnose,
     ]  # fmt: skip
 
 

@@ -1,0 +1,189 @@
+"""The diagnosis rules of the causes outside the agent: the environment (server errors, unreachable pages)
+and an evaluator stricter than the task (offline evaluators pass, a difference of format only, a
+reference WebArena-Verified corrected). Pure functions over one task's facts (docs/failure-causes.md)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from core.diagnose.facts import TaskFacts
+from core.diagnose.findings import Evidence, Finding, answered_at, failing_sentence, numbers, quote
+
+SERVER_ERROR_STEPS = 2  # tool calls that failed with a 5xx before the site counts as broken
+
+# --- environment ---------------------------------------------------------------------------------------
+
+_SITE_FAILED = re.compile(
+    r"\b5\d\d\b|server error|unreachable|can.?t be reached|not (?:load|respond|reachable)|timed? ?out|"
+    r"site (?:is )?down|connection (?:refused|reset|failed)|bad gateway|service unavailable",
+    re.IGNORECASE,
+)
+STEP_SERVER_ERROR = re.compile(
+    r"\b(?:HTTP )?5\d\d\b.*(?:server error|bad gateway|unavailable)|\(HTTP 5\d\d\)", re.I
+)
+_STEP_UNREACHABLE = re.compile(
+    r"can.?t be reached|ERR_(?:CONNECTION|NAME_NOT_RESOLVED|TIMED_OUT|ADDRESS)|chromewebdata|"
+    r"status is terminated",
+    re.IGNORECASE,
+)
+
+
+def trace_server_errors(facts: TaskFacts) -> Finding | None:
+    """Responses of 5xx (or none at all) in the task's network trace."""
+    if not facts.server_errors:
+        return None
+    events = facts.server_errors
+    statuses = sorted({e.status for e in events})
+    what = " or ".join("no response" if s <= 0 else f"HTTP {s}" for s in statuses)
+    n = len(events)
+    summary = (
+        f"{n} {'request' if n == 1 else 'requests'} in the task's trace got {what} "
+        f"(event{'s' if n > 1 else ''} {numbers([e.seq for e in events])})"
+    )
+    if facts.answer:
+        summary += f" before the agent answered {quote(facts.answer, 40)}{answered_at(facts)}"
+    evidence = tuple(
+        Evidence("event", f"{e.method} {e.url}", seq=e.seq, status=e.status) for e in events[:10]
+    )
+    return Finding("environment", "trace_server_errors", summary + ".", evidence)
+
+
+def response_site_failed(facts: TaskFacts) -> Finding | None:
+    """The agent reported UNKNOWN_ERROR and its error details say the site failed."""
+    if facts.response_status != "UNKNOWN_ERROR" or not _SITE_FAILED.search(facts.response_error or ""):
+        return None
+    text = f"status UNKNOWN_ERROR: {facts.response_error}"
+    return Finding(
+        "environment", "response_site_failed",
+        f"The agent reported UNKNOWN_ERROR saying the site failed: {quote(facts.response_error)}.",
+        (Evidence("response", text),),
+    )  # fmt: skip
+
+
+def tool_server_errors(facts: TaskFacts) -> Finding | None:
+    """Browser calls that failed with a server error (at least SERVER_ERROR_STEPS) or an unreachable page."""
+    server = [s for s in facts.steps if s.error and STEP_SERVER_ERROR.search(s.error)]
+    unreachable = [s for s in facts.steps if s.error and _STEP_UNREACHABLE.search(s.error)]
+    if len(server) < SERVER_ERROR_STEPS and not unreachable:
+        return None
+    failed = sorted({s.idx: s for s in server + unreachable}.values(), key=lambda s: s.idx)
+    summary = (
+        f"{len(failed)} browser {'call' if len(failed) == 1 else 'calls'} failed with a server error or an unreachable page "
+        f"(steps {numbers([s.idx for s in failed])}), first {quote(failed[0].error)}."
+    )
+    return Finding(
+        "environment", "tool_server_errors", summary,
+        tuple(Evidence("step", s.error or "", step_idx=s.idx) for s in failed[:10]),
+    )  # fmt: skip
+
+
+# --- evaluator stricter than the task -----------------------------------------------------------------
+
+
+def _template_evidence(facts: TaskFacts) -> tuple[Evidence, ...]:
+    """Supporting evidence only, it decides nothing (on the tune labels 9 of 10 wrong answers had a passing
+    task of the same template too): tasks of the same template that passed in the run."""
+    if not facts.template_passed:
+        return ()
+    tasks = list(facts.template_passed)
+    text = f"task{'s' if len(tasks) > 1 else ''} {numbers(tasks)} of the same template passed in this run"
+    return (Evidence("template", text),)
+
+
+def offline_evaluators_pass(facts: TaskFacts) -> Finding | None:
+    """The offline WebArena evaluators pass the task that the run's own verdict failed."""
+    if facts.offline_status != "success" or not facts.offline_disagrees:
+        return None
+    return Finding(
+        "evaluator_strict", "offline_evaluators_pass",
+        f"The run's own verdict is {facts.status}, but every offline evaluator passes the answer "
+        f"{quote(facts.answer, 40)}.",
+        (Evidence("evaluator", facts.explanation or "offline evaluators: success"), *_template_evidence(facts)),
+    )  # fmt: skip
+
+
+_DIFFER_ONLY = re.compile(r"differ only in", re.IGNORECASE)
+
+
+def loose(text: str) -> str:
+    """Case, whitespace, punctuation, escaped quotes and URL schemes removed: what a reader would not
+    call a different answer."""
+    text = text.replace('\\"', '"').replace("%20", " ").lower()
+    text = re.sub(r"https?://", "", text)
+    return re.sub(r"[^0-9a-z\u00c0-\uffff]+", "", text)
+
+
+def differs_only_in_format(facts: TaskFacts) -> Finding | None:
+    """A failing evaluator's sentence says the values differ only in case or spaces, or every original
+    reference string is in the answer once case, spaces, punctuation and URL schemes are set aside."""
+    for ev in facts.evaluators:
+        if ev.status == "failure" and ev.explanation and _DIFFER_ONLY.search(ev.explanation):
+            return Finding(
+                "evaluator_strict", "differs_only_in_format",
+                f"The {ev.evaluator} check failed on a difference of format only: {quote(ev.explanation, 160)}.",
+                (Evidence("evaluator", ev.explanation, seq=ev.nearest_event_seq), *_template_evidence(facts)),
+            )  # fmt: skip
+    string_failed = any(ev.evaluator == "string_match" and ev.status == "failure" for ev in facts.evaluators)
+    ref = facts.original_reference
+    wanted = [*ref.get("must_include", []), *([ref["exact_match"]] if ref.get("exact_match") else [])]
+    wanted = [w for w in wanted if isinstance(w, str) and loose(w)]
+    if not string_failed or not wanted or not facts.answer:
+        return None
+    answer = loose(facts.answer)
+    if not all(loose(w) in answer for w in wanted):
+        return None
+    return Finding(
+        "evaluator_strict", "differs_only_in_format",
+        f"The answer {quote(facts.answer, 50)} holds every reference string "
+        f"({', '.join(quote(w, 30) for w in wanted[:4])}) once case, spaces and punctuation are set aside.",
+        (failing_sentence(facts), Evidence("response", facts.answer[:300]), *_template_evidence(facts)),
+    )  # fmt: skip
+
+
+def _leaves(value: Any) -> list[list[Any]]:
+    """Verified's expected values as a list of requirements, each a list of alternatives (a nested list
+    in retrieved_data is read as alternatives)."""
+    if isinstance(value, dict):
+        return [req for v in value.values() for req in _leaves(v)]
+    if isinstance(value, list):
+        if value and all(isinstance(v, list) for v in value) and len(value) == 1:
+            return [[a for a in value[0] if isinstance(a, str | int | float) and not isinstance(a, bool)]]
+        return [req for v in value for req in _leaves(v)]
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return [[value]]
+    return []
+
+
+def _value_in(value: str | int | float, answer: str) -> bool:
+    if isinstance(value, int | float):
+        number = float(value)
+        shapes = {
+            f"{number:g}",
+            f"{number:.2f}",
+            f"{number:,.2f}",
+            f"{int(number)}" if number.is_integer() else "",
+        }
+        return any(s and re.search(rf"(?<![\d.]){re.escape(s)}(?![\d]|\.\d)", answer) for s in shapes)
+    words = " ".join(re.sub(r"[^\w]+", " ", value.lower()).split())
+    text = " ".join(re.sub(r"[^\w]+", " ", answer.lower()).split())
+    return bool(words) and re.search(rf"\b{re.escape(words)}\b", text) is not None
+
+
+def verified_reference_matches(facts: TaskFacts) -> Finding | None:
+    """The run was scored against the original reference, and the answer holds every value the
+    corrected WebArena-Verified reference expects."""
+    if facts.verdict_source == "webarena-verified" or facts.expected_status not in (None, "SUCCESS"):
+        return None
+    requirements = _leaves(facts.verified_data)
+    if not requirements or not facts.answer:
+        return None
+    if not all(any(_value_in(alt, facts.answer) for alt in req) for req in requirements):
+        return None
+    expected = [str(req[0]) if len(req) == 1 else " or ".join(map(str, req)) for req in requirements]
+    return Finding(
+        "evaluator_strict", "verified_reference_matches",
+        f"The answer {quote(facts.answer, 50)} holds every value of the corrected WebArena-Verified "
+        f"reference ({', '.join(quote(e, 30) for e in expected[:5])}), but the run was scored with the original one.",
+        (failing_sentence(facts), Evidence("response", facts.answer[:300]), *_template_evidence(facts)),
+    )  # fmt: skip
