@@ -1,7 +1,7 @@
 """Suggested causes in Chromium: Triage's cause filter (from the URL and from the widget), the task
 header's Accept (the reviewer's label appears with their name) and Reject, the Breakdowns chart that
-clicks through to Triage, and a hostile summary that stays text. Causes come from `seed_causes` over the
-shipped demo until the diagnosis engine lands."""
+clicks through to Triage, and a hostile summary that stays text. Causes come from the real engine on the
+shipped demo; the task the rules leave open is answered by a (fake) model whose reasoning is hostile."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 from browser_support import browser_page, chromium_available, serve, wait_idle, wait_url
-from cause_seed import MODEL_TASK, seed_causes
-from demo_support import BABEL, NAV, OPAGENT
+from cause_support import OPEN_TASK, diagnose_with_model
+from demo_support import NAV, OPAGENT
 
 from core.queries import causes
 from core.queries.annotations import current
@@ -31,15 +31,11 @@ HOSTILE = (
 
 @pytest.fixture(scope="module")
 def served(demo_db, tmp_path_factory):
-    """The shipped demo with seeded causes; the model's suggestion for opagent's task 28 is hostile."""
+    """The shipped demo as diagnosed, the model's suggestion for the task the rules left open hostile."""
     db = tmp_path_factory.mktemp("causes") / "causes.duckdb"
     shutil.copy(demo_db, db)
     with Store(db) as store:
-        seed_causes(store, [OPAGENT, BABEL, NAV])
-        store.query(
-            "UPDATE failure_causes SET summary = ?, reasoning = ? WHERE run = ? AND task_id = ? AND is_primary",
-            [HOSTILE, HOSTILE, *MODEL_TASK],
-        )
+        diagnose_with_model(store, reasoning=HOSTILE)
     with serve(db) as url:
         yield url, db
 
@@ -110,7 +106,7 @@ def test_reject_in_the_header_records_who_and_leaves_the_label(served):
 def test_a_hostile_summary_and_reasoning_show_as_text(served):
     url, _ = served
     with browser_page() as page:
-        page.goto(f"{url}/task?run={MODEL_TASK[0]}&task={MODEL_TASK[1]}")
+        page.goto(f"{url}/task?run={OPEN_TASK[0]}&task={OPEN_TASK[1]}")
         wait_idle(page)
         page.get_by_text("suggested by a model").first.wait_for(timeout=60_000)
         assert page.evaluate("() => window.__xss") is None

@@ -1,7 +1,8 @@
 """Suggested failure causes where the reviewer already is: the read model (one task's causes with evidence
 and decision, primary causes in Triage, shares per run, two runs compared by cause, the landing page's
 groups), Accept/Reject through the one writer of annotations, `show`, the HTML report and the pages.
-Causes come from `seed_causes` (tests/cause_seed.py) over the shipped demo until the engine lands."""
+Causes come from the real engine: the demo build's rules-only diagnosis, one task left open by the rules
+answered by a (fake) model, and wav-demo's diagnosis forgotten to stand for a run not diagnosed yet."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import shutil
 
 import pytest
 from apptest_support import page_texts
-from cause_seed import MODEL_TASK, UNDECIDED_TASK, seed_causes
+from cause_support import MODEL_REASONING, OPEN_TASK, diagnose_with_model, forget_diagnosis
 from demo_support import BABEL, NAV, OPAGENT, WAV
 
 from core.diagnose.taxonomy import CAUSE_LABEL
@@ -24,12 +25,21 @@ from core.store import Store
 
 @pytest.fixture
 def seeded(demo_db, tmp_path):
-    """A copy of the shipped demo with causes seeded for opagent, babelcloud and wav-navigation (wav-demo
-    left not diagnosed)."""
+    """A copy of the shipped demo as diagnosed by its build, with the task the rules left open answered by
+    a model, and wav-demo not diagnosed."""
     path = tmp_path / "causes.duckdb"
     shutil.copy(demo_db, path)
     with Store(path) as store:
-        seed_causes(store, [OPAGENT, BABEL, NAV])
+        diagnose_with_model(store)
+        forget_diagnosis(store, WAV)
+    return path
+
+
+@pytest.fixture
+def rules_only(demo_db, tmp_path):
+    """A copy of the shipped demo as its build diagnosed it: OPEN_TASK is undecided."""
+    path = tmp_path / "rules_only.duckdb"
+    shutil.copy(demo_db, path)
     return path
 
 
@@ -64,17 +74,21 @@ def test_a_task_has_its_primary_cause_first_with_evidence_that_links_to_the_netw
     assert causes.task_causes(store, NAV, 157) is None  # a pass has no suggestion
 
 
-def test_a_model_suggestion_carries_its_reasoning_and_step_evidence(store):
-    found = causes.task_causes(store, *MODEL_TASK)
-    assert found.primary.source == "model" and found.primary.reasoning
-    assert found.primary.evidence[0].step_idx is not None
+def test_a_model_suggestion_carries_its_reasoning_and_the_evaluator_line(store):
+    found = causes.task_causes(store, *OPEN_TASK)
+    assert found.primary.source == "model" and found.primary.reasoning == MODEL_REASONING
+    (line,) = found.primary.evidence
+    sentence = store.query(
+        "SELECT explanation FROM evaluations WHERE run = ? AND task_id = ?", list(OPEN_TASK)
+    )
+    assert (line.kind, line.text) == ("evaluator", sentence[0][0])
 
 
 def test_triage_rows_carry_the_primary_cause_and_filter_on_it(store):
     table = triage.triage_table(store, OPAGENT)
     by_task = {r.task_id: r for r in table.rows}
     assert {t for t, r in by_task.items() if r.cause} == _failed(store, OPAGENT)
-    assert by_task[MODEL_TASK[1]].cause_by_model and by_task[MODEL_TASK[1]].cause == "wrong_element"
+    assert by_task[OPEN_TASK[1]].cause_by_model and by_task[OPEN_TASK[1]].cause == "wrong_element"
     opts = triage.options(table)["causes"]
     assert opts == [c for c in causes.ORDER if c in {r.cause for r in table.rows}]
     shown = triage.apply_filter(table, triage.TriageFilter(causes=("step_limit",)))
@@ -142,7 +156,7 @@ def test_the_landing_page_groups_a_diagnosed_run_by_its_primary_cause(store):
     )
     assert all(item.cause for g in groups for item in g.items)
     model = [i for g in failures.failures_by_cause(store, OPAGENT) for i in g.items if i.cause_by_model]
-    assert [(OPAGENT, i.task_id) for i in model] == [MODEL_TASK]
+    assert [(OPAGENT, i.task_id) for i in model] == [OPEN_TASK]
     # A run without causes keeps the evaluator-sentence groups.
     assert all(item.cause is None for g in failures.failures_by_cause(store, WAV) for item in g.items)
 
@@ -171,13 +185,18 @@ def test_decisions_are_checked(store):
         decide_cause(store, NAV, 374, "environment", "maybe", "Grace")
     with pytest.raises(InputError):
         decide_cause(store, NAV, 374, "environment", "accepted", "Grace")  # no label
-    with pytest.raises(InputError):
-        decide_cause(store, *UNDECIDED_TASK, "undecided", "rejected", "Grace")
     with pytest.raises(NotFound):
         decide_cause(store, NAV, 374, "looped", "rejected", "Grace")  # not suggested for this task
     with pytest.raises(InputError):
         decide_cause(store, NAV, 374, "environment", "rejected", " ")
     assert store.query("SELECT count(*) FROM annotations WHERE target = 'diagnosis'")[0][0] == 0
+
+
+def test_an_undecided_suggestion_cannot_be_decided(rules_only):
+    with Store(rules_only) as store:
+        assert causes.task_causes(store, *OPEN_TASK).primary.cause == "undecided"
+        with pytest.raises(InputError):
+            decide_cause(store, *OPEN_TASK, "undecided", "rejected", "Grace")
 
 
 def test_show_prints_the_causes_with_their_evidence(seeded):
@@ -188,9 +207,9 @@ def test_show_prints_the_causes_with_their_evidence(seeded):
     runner = CliRunner()
     out = runner.invoke(app, ["--db", str(seeded), "show", "--run", NAV, "--task", "374"])
     assert out.exit_code == 0, out.output
-    assert "suggested cause: environment broken (rule http_5xx)" in out.output
+    assert "suggested cause: environment broken (rule trace_server_errors)" in out.output
     assert "evidence event 359 (HTTP 502)" in out.output
-    out = runner.invoke(app, ["--db", str(seeded), "show", "--run", OPAGENT, "--task", str(MODEL_TASK[1])])
+    out = runner.invoke(app, ["--db", str(seeded), "show", "--run", OPAGENT, "--task", str(OPEN_TASK[1])])
     assert "(suggested by a model)" in out.output and "reasoning:" in out.output
     out = runner.invoke(app, ["--db", str(seeded), "show", "--run", WAV, "--task", "107"])
     assert f"not diagnosed yet (`trajreview diagnose --run {WAV}`)" in out.output
@@ -223,11 +242,17 @@ def test_the_task_page_shows_the_suggestion_and_accept_labels_the_task(open_page
 
 
 def test_step_evidence_links_to_the_step_and_a_model_suggestion_says_so(open_page, seeded):
-    at = open_page(seeded, "views/task.py", name="Ada", run=MODEL_TASK[0], task=str(MODEL_TASK[1]))
+    with Store(seeded, read_only=True) as s:
+        task, step = s.query(
+            "SELECT task_id, (evidence->0->>'step_idx')::INTEGER FROM failure_causes WHERE run = ? AND is_primary"
+            " AND cause = 'step_limit' ORDER BY task_id LIMIT 1", [OPAGENT],
+        )[0]  # fmt: skip
+    at = open_page(seeded, "views/task.py", name="Ada", run=OPAGENT, task=str(task))
+    queries = [link.proto.query_string for link in at.get("page_link")]
+    assert f"run={OPAGENT}&task={task}&tab=Steps&step={step}" in queries
+    at = open_page(seeded, "views/task.py", name="Ada", run=OPEN_TASK[0], task=str(OPEN_TASK[1]))
     text = page_texts(at)
     assert "suggested by a model" in text and "The model's reasoning:" in text
-    queries = [link.proto.query_string for link in at.get("page_link")]
-    assert f"run={MODEL_TASK[0]}&task={MODEL_TASK[1]}&tab=Steps&step=3" in queries
     reject = next(b for b in at.button if b.key == "cause-reject")
     reject.click().run()
     assert "rejected by Ada" in page_texts(at).replace("*", "")
@@ -242,11 +267,14 @@ def test_triage_filters_on_the_cause_in_its_url_and_shows_the_cause_column(open_
     assert f"**{len(wanted)}** of {total} tasks" in [c.value for c in at.caption][1]
     shown = at.dataframe[0].value
     assert set(shown["task_id"]) == wanted
-    assert set(shown["cause"]) == {"hit the step limit", "wrong element (model)"}
+    assert "wrong element (model)" in set(shown["cause"])
+    assert set(shown["cause"]) <= {"hit the step limit", "wrong element", "wrong element (model)"}
 
 
-def test_an_undecided_suggestion_offers_no_decision_and_an_undiagnosed_run_says_how(open_page, seeded):
-    at = open_page(seeded, "views/task.py", name="Ada", run=UNDECIDED_TASK[0], task=str(UNDECIDED_TASK[1]))
+def test_an_undecided_suggestion_offers_no_decision_and_an_undiagnosed_run_says_how(
+    open_page, seeded, rules_only
+):
+    at = open_page(rules_only, "views/task.py", name="Ada", run=OPEN_TASK[0], task=str(OPEN_TASK[1]))
     assert "Suggested cause: undecided" in page_texts(at)
     assert not [b for b in at.button if b.key in ("cause-accept", "cause-reject")]
     at = open_page(seeded, "views/task.py", name="Ada", run=WAV, task="107")
@@ -266,46 +294,27 @@ def test_the_pages_show_causes(open_page, seeded):
     assert "Suggested causes vs reviewer labels" in [h.value for h in at.subheader]
 
 
-def test_the_agreement_panel_shows_the_engines_figures_with_n_and_intervals():
-    """The Labels page panel over the engine's `CauseAgreement` shape (core.diagnose.agreement, another
-    branch): per cause precision and recall with n and Wilson intervals, κ with its interval and n."""
-    from dataclasses import dataclass
-
-    from core.measure.stats import MIN_N_BOOTSTRAP, TOO_FEW
+def test_the_agreement_panel_shows_the_engines_figures_with_n_and_intervals(store):
+    """The Labels page panel over the engine's agreement with reviewers' labels: one accepted suggestion
+    and one task labelled with another cause give n = 2, below the bootstrap's minimum."""
+    from core.diagnose.agreement import agreement_from_store
+    from core.measure.stats import TOO_FEW
+    from core.review.annotations import annotate
     from dashboard.components.cause_agreement import agreement_rows, kappa_text
 
-    @dataclass(frozen=True)
-    class Score:
-        cause: str
-        n_suggested: int
-        n_labelled: int
-        n_agreed: int
-        precision: float | None
-        precision_ci: tuple | None
-        recall: float | None
-        recall_ci: tuple | None
-
-    @dataclass(frozen=True)
-    class Agreement:
-        n: int
-        n_undecided: int
-        accuracy: float | None
-        kappa: float | None
-        kappa_ci: tuple | None
-        per_cause: list
-
-    result = Agreement(12, 1, 0.75, 0.61, (0.3, 0.9), [
-        Score("environment", 4, 5, 3, 0.75, (0.3, 0.95), 0.6, (0.23, 0.88)),
-        Score("looped", 0, 2, 0, None, None, 0.0, (0.0, 0.66)),
-    ])  # fmt: skip
-    rows = agreement_rows(result)
-    assert list(rows["cause"]) == ["environment broken", "looped"]
-    assert rows.loc[0, "precision [95 % CI]"] == "75.0 % [30.0–95.0] of 4"
-    assert rows.loc[0, "recall [95 % CI]"] == "60.0 % [23.0–88.0] of 5"
-    assert rows.loc[1, "precision [95 % CI]"] == "– (none suggested)"  # precision undefined
-    assert kappa_text(result) == "0.61 [0.30, 0.90] n=12"
-    few = Agreement(MIN_N_BOOTSTRAP - 1, 0, 1.0, 1.0, (None, None), [])
-    assert TOO_FEW in kappa_text(few)
+    decide_cause(store, NAV, 374, "environment", "accepted", "Grace", label=CAUSE_LABEL["environment"])
+    (other,) = store.query(
+        "SELECT task_id FROM failure_causes WHERE run = ? AND is_primary AND cause = 'wrong_answer'", [NAV]
+    )[0]
+    annotate(store, "task", "Grace", run=NAV, task_id=other, label=CAUSE_LABEL["gave_up"])
+    result = agreement_from_store(store, [NAV])
+    assert (result.n, result.n_undecided) == (2, 0)
+    rows = agreement_rows(result).set_index("cause")
+    assert rows.loc["environment broken", "precision [95 % CI]"].endswith(" of 1")
+    assert rows.loc["environment broken", "precision [95 % CI]"].startswith("100.0 %")
+    assert rows.loc["gave up early", "precision [95 % CI]"] == "– (none suggested)"
+    assert rows.loc["gave up early", "recall [95 % CI]"].startswith("0.0 %")
+    assert TOO_FEW in kappa_text(result) and "n=2" in kappa_text(result)
 
 
 def test_the_cause_chart_lists_causes_in_precedence_order_across_runs(store):

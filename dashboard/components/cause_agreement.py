@@ -5,25 +5,21 @@ tasks left undecided. The figures come from `core.diagnose.agreement.agreement_f
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 
+from core.diagnose.agreement import CauseAgreement, agreement_from_store
 from core.measure.stats import estimate_text, rate_text
 from core.queries.causes import cause_name
 from dashboard.components.tables import show_table
 from dashboard.db import read
-
-ENGINE = "core.diagnose.agreement"
 
 
 def _share(value: float | None, ci: tuple | None, n: int, empty: str) -> str:
     return f"– ({empty})" if value is None else rate_text(value, *(ci or (None, None)), n)
 
 
-def agreement_rows(result: Any) -> pd.DataFrame:
+def agreement_rows(result: CauseAgreement) -> pd.DataFrame:
     """One row per cause of a `CauseAgreement`: suggested, labelled, agreed, precision and recall with
     their intervals and n (pure: the tests check it on the contract's shape)."""
     return pd.DataFrame(
@@ -40,7 +36,7 @@ def agreement_rows(result: Any) -> pd.DataFrame:
     )  # fmt: skip
 
 
-def kappa_text(result: Any) -> str:
+def kappa_text(result: CauseAgreement) -> str:
     """Cohen's κ with its interval and n ('too few to tell' below the bootstrap's minimum)."""
     if result.kappa is None:
         return f"undefined (n={result.n})" if result.n else "– (n=0)"
@@ -50,13 +46,7 @@ def kappa_text(result: Any) -> str:
 
 def render() -> None:
     st.subheader("Suggested causes vs reviewer labels")
-    try:
-        engine = importlib.import_module(ENGINE)
-    except ModuleNotFoundError:  # the diagnosis engine is not installed with this build
-        st.info("The agreement of suggested causes with reviewer labels needs the diagnosis engine "
-                "(`trajreview diagnose`), which this build lacks.")  # fmt: skip
-        return
-    result = read(engine.agreement_from_store, None)
+    result = read(agreement_from_store, None)
     if result is None:
         return
     if result.n == 0:
