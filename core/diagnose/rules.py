@@ -84,7 +84,8 @@ def looped(facts: TaskFacts) -> Finding | None:
     return Finding(
         "looped", "looped",
         f"The agent repeated {quote(action, 50)} {len(steps)} times (steps {numbers(steps)}) of "
-        f"{len(facts.actions)} actions and ended without an answer ({facts.termination}).",
+        f"{len(facts.actions)} actions and ended without an answer"
+        f"{'' if facts.termination in (None, 'none', 'unknown') else f' ({facts.termination})'}.",
         tuple(Evidence("step", action, step_idx=i) for i in steps[:10]),
     )  # fmt: skip
 
@@ -208,6 +209,7 @@ def find_causes(facts: TaskFacts) -> list[Finding]:
 
 def undecided_reason(facts: TaskFacts) -> str:
     """What the record shows of a task no rule decided (the reason beside `undecided`)."""
+    how = "" if facts.termination in (None, "none", "unknown") else f" ({facts.termination})"
     if not facts.answer:
-        return f"the attempt ended ({facts.termination or 'unknown'}) without an answer after {facts.n_steps} actions"
-    return f"the attempt ended ({facts.termination or 'unknown'}) after {facts.n_steps} actions"
+        return f"the attempt ended{how} without an answer after {facts.n_steps} actions"
+    return f"the attempt ended{how} after {facts.n_steps} actions"
