@@ -74,10 +74,10 @@ def test_a_scoring_worker_loads_neither_pandas_nor_duckdb(shared_data: Path):
     code = (
         "import json\n"
         "from core.files.parallel import SCORING_MODULES, WorkerPool, arrow_without_pandas\n"
-        "from tests.test_startup import parse_and_list_modules\n"
+        f"from tests.test_startup import {parse_and_list_modules.__name__} as probe\n"
         "with WorkerPool(2, preload=SCORING_MODULES, initializer=arrow_without_pandas) as pool:\n"
         "    assert pool.executor is not None\n"
-        f"    print('MODULES' + json.dumps(pool.call(parse_and_list_modules, {str(har)!r})))\n"
+        f"    print('MODULES' + json.dumps(pool.call(probe, {str(har)!r})))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
