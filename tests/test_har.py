@@ -400,6 +400,42 @@ def test_url_paths_and_static_flags_follow_urlparse_on_every_url_shape(demo_har:
     assert any(official) and not all(official)
 
 
+@pytest.mark.parametrize("n_secrets", [3, 12])  # literal replacements (<= 8 values) and one RE2 alternation
+def test_secret_values_in_plain_urls_are_scrubbed_as_the_python_rule_does(demo_har: Path, n_secrets: int):
+    """Plain URLs are redacted in Arrow: every stored URL, path and redirect must be what `Secrets.scrub_all`
+    gives on the same secrets (overlapping values, regex characters and non-ASCII among them)."""
+    from urllib.parse import urlparse
+
+    from core.files.redaction import Secrets, redact_url
+
+    values = ["abc.def+gh", "def+ghijkl", "s3cr(e)t*[x]", "ünïcødé-val"] + [
+        f"tok{i:03d}xyz" for i in range(20)
+    ]
+    values = values[:n_secrets]
+    base = _entries(demo_har)[0]
+    urls = [f"http://h/{v}/a.js" for v in values] + [
+        "http://h/abc.def+ghijkl/x",
+        "http://h/q?k=abc.def+gh",
+        "http://h/plain/path.css",
+        "http://h/",
+    ]
+    entries = []
+    for url in urls:
+        entry = copy.deepcopy(base)
+        entry["request"]["url"] = url
+        entry["request"]["cookies"] = [{"name": f"c{i}", "value": v} for i, v in enumerate(values)]
+        entry["response"]["redirectURL"] = url
+        entries.append(entry)
+    secrets = Secrets()
+    for v in values:
+        secrets.add(v)
+    rows = _event_rows("r", 1, entries)
+    assert [r["url"] for r in rows] == [secrets.scrub_all(redact_url(u)) for u in urls]
+    assert [r["redirect_url"] for r in rows] == [secrets.scrub_all(redact_url(u)) for u in urls]
+    assert [r["url_path"] for r in rows] == [secrets.scrub_all(urlparse(u).path) for u in urls]
+    assert all(v not in str(r) for r in rows for v in values)
+
+
 def test_values_over_the_field_limit_are_cut_for_storage_only(
     demo_har: Path, tmp_path: Path, tasks_store, monkeypatch
 ):

@@ -1,6 +1,7 @@
 """Start-up stays light: `trajreview --help` loads no database, Arrow, pydantic or UI library, and a whole
 `import wav-run` (scored in the process, so everything the workers do is done here) never loads nltk,
-plotly or streamlit. Checked on `sys.modules` of a fresh process at exit."""
+plotly, streamlit or pandas, and a scoring worker loads neither pandas nor DuckDB. Checked on `sys.modules`
+of a fresh process at exit (of the worker, after it parsed a trace)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,32 @@ def test_a_scored_wav_import_never_loads_nltk_plotly_or_streamlit(shared_data: P
     assert code == 0
     assert {"webarena_verified", "duckdb", "pyarrow"} <= modules  # it did import, parse and score here
     assert modules & NEVER_IN_AN_IMPORT == set()
+    # pyarrow's first conversion of Python values imported pandas (0.5-1 s, 35 MB) only to look for its types
+    assert "pandas" not in modules
+
+
+def parse_and_list_modules(har: str) -> list[str]:
+    """In a worker: parse a trace into rows (Arrow conversions of Python values), then list what is loaded."""
+    from core.files.har import parse_trace
+
+    assert parse_trace(Path(har), "r", 1).events.num_rows > 0
+    return sorted({m.split(".")[0] for m in sys.modules})
+
+
+def test_a_scoring_worker_loads_neither_pandas_nor_duckdb(shared_data: Path):
+    har = shared_data / "webarena-verified" / "demo-run" / "107" / "network.har"
+    code = (
+        "import json\n"
+        "from core.files.parallel import SCORING_MODULES, WorkerPool, arrow_without_pandas\n"
+        f"from tests.test_startup import {parse_and_list_modules.__name__} as probe\n"
+        "with WorkerPool(2, preload=SCORING_MODULES, initializer=arrow_without_pandas) as pool:\n"
+        "    assert pool.executor is not None\n"
+        f"    print('MODULES' + json.dumps(pool.call(probe, {str(har)!r})))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
+    )
+    line = next(line for line in out.stdout.splitlines() if line.startswith("MODULES"))
+    modules = set(json.loads(line.removeprefix("MODULES")))
+    assert {"webarena_verified", "pyarrow"} <= modules  # the fork server's preload, inherited
+    assert modules & {"pandas", "duckdb"} == set()

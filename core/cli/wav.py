@@ -27,10 +27,11 @@ def import_wav_run_cmd(
     workers: Annotated[int, typer.Option(help="Processes scoring tasks.")] = 2,
 ) -> None:
     """Import a WebArena-Verified run (agent responses + network traces) and score it officially."""
-    from core.files.parallel import SCORING_MODULES, start_fork_server
+    from core.files.parallel import SCORING_MODULES, arrow_without_pandas, start_fork_server
 
     if workers > 1:  # the workers' imports (the engine) start now, alongside this process's own
         start_fork_server(SCORING_MODULES)
+    arrow_without_pandas()  # nothing in this command needs pandas: pyarrow need not import it
     from core.ingest.wav_run import import_wav_run
 
     with ui.import_store(ctx) as store:

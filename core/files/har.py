@@ -417,7 +417,7 @@ class ParsedTrace:
 
 
 # Entries per batch of a streamed trace: its rows are built column by column, a batch at a time.
-_STREAM_BATCH = 4096
+_STREAM_BATCH = 512
 
 
 def parse_trace(path: Path, run: str, task_id: int) -> ParsedTrace:

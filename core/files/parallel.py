@@ -14,9 +14,11 @@ processed in this process instead: slower, never a failed import.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import multiprocessing
 import multiprocessing.forkserver
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -37,15 +39,43 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
-# What the workers of a run import and score need (the engine takes about a second to import; pyarrow
-# imports pandas on its first conversion of Python values). Named here, as text, so the command line can
-# start the fork server before it imports any of them itself.
+# What the workers of a run import and score need (the engine takes about a second to import): the
+# worker side of an import, never DuckDB or pandas (`arrow_without_pandas`). Named here, as text, so the
+# command line can start the fork server before it imports any of them itself.
 SCORING_MODULES = (
-    "core.ingest.wav_run",
+    "core.ingest.wav_tasks",
     "core.scoring.engine",
     "webarena_verified.api.webarena_verified",
-    "pandas",
 )
+
+
+class _NoPandas:
+    """A meta-path finder that refuses pandas (installed only for the moment of `arrow_without_pandas`)."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def arrow_without_pandas() -> None:
+    """Spare this process the pandas import (0.5-1 s and 35 MB) that pyarrow's first conversion of Python
+    values makes only to ask whether a value is a pandas object.
+
+    For processes that never hand pyarrow pandas objects: a scoring worker, the `import wav-run` command.
+    pyarrow is told once that pandas is absent; an explicit `to_pandas()` or `from_pandas()` still imports
+    it (and restores pyarrow's pandas checks). Nothing changes in a process that already imported pandas
+    or whose pyarrow already looked for it.
+    """
+    if "pandas" in sys.modules:
+        return
+    import pyarrow as pa
+
+    finder = _NoPandas()
+    sys.meta_path.insert(0, finder)
+    try:
+        pa.array([0])  # pyarrow looks for pandas here, once per process
+    finally:
+        sys.meta_path.remove(finder)
 
 
 def start_fork_server(preload: Sequence[str]) -> None:
@@ -53,6 +83,17 @@ def start_fork_server(preload: Sequence[str]) -> None:
     `WorkerPool` forks its workers from it. Once it runs, later calls change nothing."""
     multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
     multiprocessing.forkserver.ensure_running()
+
+
+def release_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc `malloc_trim`; nothing elsewhere): after a
+    large trace is parsed its freed buffers would otherwise stay in this process's RSS while the next
+    stage allocates its own."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 class WorkerPool:
@@ -63,16 +104,21 @@ class WorkerPool:
     (e.g. an `lru_cache`d engine).
     """
 
-    def __init__(self, workers: int, preload: Sequence[str] = ()):
+    def __init__(
+        self, workers: int, preload: Sequence[str] = (), initializer: Callable[[], None] | None = None
+    ):
         self.workers = workers
         self.preload = list(preload)
+        self.initializer = initializer  # run once in each worker when it starts
         self.executor: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> WorkerPool:
         if self.workers > 1:
             start_fork_server(self.preload)
             self.executor = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("forkserver")
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context("forkserver"),
+                initializer=self.initializer,
             )
             # Start the server and the workers now, from a thread: the first start waits for the server's
             # imports, which then overlap this process's own work instead of delaying it.

@@ -254,5 +254,21 @@ def import_tasks(store: Store, path: Path | None = None, *, original: bool = Fal
 def ensure_tasks(store: Store, *, original: bool = True) -> None:
     """Load the packaged datasets if the store has none yet (used by importers and the demo)."""
     have = {k for (k,) in store.query("SELECT kind FROM datasets")}
-    if "verified" not in have or (original and "original" not in have):
+    if _missing(have, original):
         import_tasks(store, original=original)
+
+
+def known_task_ids(store: Store) -> set[int]:
+    """The tasks table's ids, the packaged datasets loaded first if missing: one read of the file in the
+    usual case (a `ShortLivedStore` leaves a turn between two operations, a quarter second)."""
+    with store.reading() as cur:
+        have = {k for (k,) in cur.execute("SELECT kind FROM datasets").fetchall()}
+        known = {task_id for (task_id,) in cur.execute("SELECT task_id FROM tasks").fetchall()}
+    if _missing(have, original=True):
+        import_tasks(store, original=True)
+        known = {task_id for (task_id,) in store.query("SELECT task_id FROM tasks")}
+    return known
+
+
+def _missing(have: set[str], original: bool) -> bool:
+    return "verified" not in have or (original and "original" not in have)

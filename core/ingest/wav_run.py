@@ -9,9 +9,7 @@ entries feed both `network_events` and the engine. The whole run is written in o
 
 from __future__ import annotations
 
-import importlib
 import os
-import threading
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,10 +21,10 @@ from pydantic import BaseModel, Field
 from core.errors import InputError, Problem
 from core.files import safe_files
 from core.files.network_events import NETWORK_EVENTS_SCHEMA
-from core.files.parallel import SCORING_MODULES, WorkerPool
+from core.files.parallel import SCORING_MODULES, WorkerPool, arrow_without_pandas, release_free_memory
 from core.files.submission import run_directory
 from core.ingest.records import Paradigm, RunMeta
-from core.ingest.tasks import ensure_tasks
+from core.ingest.tasks import known_task_ids
 from core.ingest.wav_tasks import TaskRead, read_and_score_chunk
 from core.ingest.writer import import_run
 from core.progress import ProgressCallback
@@ -130,17 +128,16 @@ def import_wav_run(
     if not run.strip():
         raise InputError("--run", "must not be empty")
     # The workers start now: the fork server's imports (the engine) overlap what this process reads.
-    with WorkerPool(workers, preload=SCORING_MODULES) as pool, run_directory(path) as (run_dir, problems):
-        ensure_tasks(store)
-        known = {task_id for (task_id,) in store.query("SELECT task_id FROM tasks")}
+    with (
+        WorkerPool(workers, preload=SCORING_MODULES, initializer=arrow_without_pandas) as pool,
+        run_directory(path) as (run_dir, problems),
+    ):
+        known = known_task_ids(store)
         progress = on_progress or (lambda done, total: None)
         config_json, config_file = _read_config(Path(config) if config is not None else None, run_dir)
         dirs = _task_dirs(run_dir, known, problems)
         if not dirs and not problems:
             raise InputError(path, "no task directories (<task_id>/agent_response.json and network.har)")
-        # pyarrow imports pandas on its first conversion of Python values (half a second): done now,
-        # while the workers start, not on the way to the final transaction.
-        threading.Thread(target=importlib.import_module, args=("pandas",), daemon=True).start()
         engine_config = read_config(config_json) if score else None
         if engine_config is not None and config_file is not None:
             check_config(pool, engine_config, config_file)
@@ -157,6 +154,7 @@ def import_wav_run(
             if task_score is not None:
                 scores.append(task_score)
 
+    release_free_memory()  # what parsing freed goes back before the insert allocates (peak RSS)
     events = [t.events for t in tasks if t.events is not None and t.events.num_rows]
     event_table = pa.concat_tables(events) if events else NETWORK_EVENTS_SCHEMA.empty_table()
     response_rows = [agent_response_row(run, t.task_id, t.response) for t in tasks if t.response is not None]

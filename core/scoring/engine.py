@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core.errors import InputError, NotFound
 from core.files.har import TRACE_FILES
-from core.files.parallel import SCORING_MODULES, WorkerPool
+from core.files.parallel import SCORING_MODULES, WorkerPool, arrow_without_pandas
 from core.files.redaction import redact_report
 from core.files.submission import run_directory
 from core.progress import ProgressCallback
@@ -277,7 +277,7 @@ def score_inputs(
     config_json = read_config(config)
     if total is None and isinstance(inputs, Sized):
         total = len(inputs)
-    with WorkerPool(workers, preload=SCORING_MODULES) as pool:
+    with WorkerPool(workers, preload=SCORING_MODULES, initializer=arrow_without_pandas) as pool:
         check_config(pool, config_json, config if isinstance(config, (str, Path)) else "config")
         return pool.map_chunks(
             partial(score_chunk, config_json), inputs, chunk_size=_CHUNK, total=total, on_progress=on_progress
