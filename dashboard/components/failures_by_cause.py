@@ -1,6 +1,6 @@
-"""The landing page's first answer: the latest run's failures grouped by what is known of their cause,
-each task one click from its task page and its plain-sentence reason. Groups come from
-`core.queries.failures` (a later diagnosis adds its cause to the items and regroups there)."""
+"""The landing page's first answer: the latest run's failures grouped by what is known of their cause, one
+group's tasks at a time (`?cause=`), each task one click from its task page and its plain-sentence reason.
+Groups come from `core.queries.failures` (a later diagnosis adds its cause to the items and regroups there)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,11 @@ def _task_link(run: str, item: q.FailureItem) -> None:
     )  # fmt: skip
 
 
+def _group_label(g: q.FailureGroup) -> str:
+    who = f" ({escape_md(g.evaluators)})" if g.evaluators else ""
+    return f"**{len(g.items)}** · {escape_md(g.cause, 140)}{who}"
+
+
 def render() -> None:
     run = read(q.latest_run)
     if run is None:
@@ -36,14 +41,19 @@ def render() -> None:
         st.caption("Every scored task of this run passed.")
         return
     st.caption(f"{total} failed tasks in {len(groups)} groups by their failing evaluator and the shape of its "
-               "sentence (values left out). Open a group, then a task: its page starts with the reason.")  # fmt: skip
-    for i, g in enumerate(groups[:GROUPS]):
-        who = f" ({escape_md(g.evaluators)})" if g.evaluators else ""
-        with st.expander(f"**{len(g.items)}** · {escape_md(g.cause, 140)}{who}", expanded=i == 0):
-            for item in g.items[:TASKS]:
-                _task_link(run, item)
-            if len(g.items) > TASKS:
-                st.caption(f"… and {len(g.items) - TASKS} more of this kind in Triage.")
+               "sentence (values left out). Pick a group, then a task: its page starts with the reason.")  # fmt: skip
+    # One group's task links at a time (the choice is in the URL): every group's links at once made the
+    # landing page draw ~80 links, most of it the browser's work (bench page_settle).
+    shown = groups[:GROUPS]
+    left, right = st.columns([2, 3])
+    chosen = state.url_radio(left, "Groups", list(range(len(shown))), "cause",
+                             format_func=lambda i: _group_label(shown[i]), label_visibility="collapsed")  # fmt: skip
+    with right.container(border=True):
+        g = shown[chosen]
+        for item in g.items[:TASKS]:
+            _task_link(run, item)
+        if len(g.items) > TASKS:
+            st.caption(f"… and {len(g.items) - TASKS} more of this kind in Triage.")
     rest = sum(len(g.items) for g in groups[GROUPS:])
     params = {"run": run, "verdict": "failure"}
     label = f"All {total} failed tasks in Triage" + (
