@@ -45,7 +45,7 @@ def render() -> None:
     # One group's task links at a time (the choice is in the URL): every group's links at once made the
     # landing page draw ~80 links, most of it the browser's work (bench page_settle).
     shown = groups[:GROUPS]
-    left, right = st.columns([2, 3])
+    left, right = st.columns([1, 2])
     chosen = state.url_radio(left, "Groups", list(range(len(shown))), "cause",
                              format_func=lambda i: _group_label(shown[i]), label_visibility="collapsed")  # fmt: skip
     with right.container(border=True):
