@@ -42,8 +42,9 @@ pages = {
 from dashboard import identity  # noqa: E402 - after the sys.path line above
 from dashboard.db import page_run, unexpected  # noqa: E402
 
-with page_run():
+with page_run() as run:
     page = st.navigation(pages, position="sidebar")
+    run.page = page.url_path
     identity.sidebar()
     try:
         page.run()

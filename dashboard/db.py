@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextvars
 import logging
 import os
+import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,17 +74,43 @@ def _open(path: Path) -> Store:
     return Store(path, read_only=read_only())
 
 
+def profiling() -> bool:
+    """True when served with TRAJREVIEW_PROFILE set: each page run logs where its script's time went."""
+    return os.environ.get("TRAJREVIEW_PROFILE", "") not in ("", "0", "false")
+
+
 class _PageRun:
-    """The database of one page run, opened on first use and closed when the run ends."""
+    """The database of one page run, opened on first use and closed when the run ends; with profiling,
+    what its reads cost (see `profile_line`)."""
 
     def __init__(self) -> None:
         self.store: Store | None = None
+        self.started = time.perf_counter()
+        self.open_ms = 0.0
+        self.reads: list[tuple[str, bool | None, float]] = []  # (function, cache hit or None: files, ms)
+        self.missed = False
+        self.page = ""
 
     def get(self, path: Path) -> Store:
         if self.store is None or self.store.path != path:
             self.close()
+            start = time.perf_counter()
             self.store = _open(path)
+            self.open_ms += (time.perf_counter() - start) * 1000
         return self.store
+
+    def profile_line(self) -> str:
+        """One line: the script's total, the database open, and every read (cache hit, MISS, or a read of
+        files), each with its milliseconds."""
+        total = (time.perf_counter() - self.started) * 1000
+        hits = [ms for _, hit, ms in self.reads if hit is True]
+        misses = [ms for _, hit, ms in self.reads if hit is False]
+        kind = {True: "hit", False: "MISS", None: "files"}
+        each = ", ".join(f"{name.rsplit('.', 1)[-1]} {kind[hit]} {ms:.0f}" for name, hit, ms in self.reads)
+        return (
+            f"page run {self.page}: script {total:.0f} ms; open {self.open_ms:.0f} ms; {len(hits)} hits "
+            f"{sum(hits):.0f} ms, {len(misses)} misses {sum(misses):.0f} ms; reads: {each or 'none'}"
+        )
 
     def close(self) -> None:
         if self.store is not None:
@@ -97,15 +125,18 @@ _current_run: contextvars.ContextVar[_PageRun | None] = contextvars.ContextVar(
 
 
 @contextmanager
-def page_run() -> Iterator[None]:
-    """Wrap one page's script: every read and write inside shares one open of the database."""
+def page_run() -> Iterator[_PageRun]:
+    """Wrap one page's script: every read and write inside shares one open of the database. With
+    TRAJREVIEW_PROFILE set, the run's `profile_line` goes to the server's stderr (`.page` names it)."""
     run = _PageRun()
     token = _current_run.set(run)
     try:
-        yield
+        yield run
     finally:
         _current_run.reset(token)
         run.close()
+        if profiling():
+            print(run.profile_line(), file=sys.stderr, flush=True)
 
 
 @contextmanager
@@ -121,6 +152,9 @@ def _store(path: Path) -> Iterator[Store]:
 @st.cache_data(show_spinner=False, max_entries=1024)
 def _cached(name: str, args: tuple, kwargs: tuple, db_fingerprint: tuple, _fn: Callable) -> Any:
     # `name`, `args`, `kwargs` and the fingerprint form the key; `_fn` is not hashed (leading underscore).
+    run = _current_run.get()
+    if run is not None:
+        run.missed = True
     with _store(Path(db_fingerprint[0])) as store:
         return _fn(store, *args, **dict(kwargs))
 
@@ -146,6 +180,10 @@ def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
     and None (never a traceback; an unexpected one is logged with its traceback). A lambda or closure is
     refused before that, with TypeError: it is the page's code that is wrong, and it would never be cached."""
     key = _key(fn)
+    run = _current_run.get()
+    start = time.perf_counter()
+    if run is not None:
+        run.missed = False
     try:
         return _cached(key, args, tuple(sorted(kwargs.items())), fingerprint(), fn)
     except TrajreviewError as exc:
@@ -154,6 +192,9 @@ def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
     except Exception as exc:
         unexpected(exc, "Could not read this part of the page")
         return None
+    finally:
+        if run is not None:
+            run.reads.append((key, not run.missed, (time.perf_counter() - start) * 1000))
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -172,7 +213,12 @@ def _identity(path: str | None) -> tuple[int, int]:
 def read_files(fn: Callable[..., T], paths: tuple[str | None, ...], *args: Any) -> T:
     """`fn(paths, *args)` for a core function over files (screenshots), cached by every file's identity
     (size and modification time), so a replaced file is read again; no database is opened."""
-    return _cached_files(_key(fn), paths, tuple(_identity(p) for p in paths), args, fn)
+    run, start = _current_run.get(), time.perf_counter()
+    try:
+        return _cached_files(_key(fn), paths, tuple(_identity(p) for p in paths), args, fn)
+    finally:
+        if run is not None:
+            run.reads.append((_key(fn), None, (time.perf_counter() - start) * 1000))
 
 
 def write(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:

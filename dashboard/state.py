@@ -126,6 +126,16 @@ def url_selectbox(
     )
 
 
+def url_radio(where, label: str, options: Sequence[Any], name: str, **kwargs: Any) -> Any:
+    """Radio buttons; the first option is the default and is left out of the URL."""
+    by_text = _by_text(options)
+    st.session_state[_widget_key(name)] = by_text.get(param(name) or "", options[0])
+    return where.radio(
+        label, list(options), key=_widget_key(name), on_change=_sync,
+        args=(name, lambda v: None if v == options[0] else str(v)), **kwargs,
+    )  # fmt: skip
+
+
 def url_text(where, label: str, name: str, **kwargs: Any) -> str:
     st.session_state[_widget_key(name)] = param(name, "")
     return (

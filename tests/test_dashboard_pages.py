@@ -196,9 +196,11 @@ def test_steps_tab_marks_observe_steps_and_shows_a_calls_raw_text(open_page, dem
     texts = page_texts(at)
     assert "not counted in the step metrics" in texts and "Step 0 · :gray-badge[observe]" in texts
     assert "List the open tabs" in texts and raw not in texts  # raw text only when the toggle is on
-    at = open_page(demo_db, TASK, run=run, task="166", tab="Steps", step="2", raw="true")
+    assert not any("kind" in d.value.columns for d in at.dataframe)  # the steps table only when asked
+    at = open_page(demo_db, TASK, run=run, task="166", tab="Steps", step="2", raw="true", all_steps="true")
     texts = page_texts(at)
     assert "not counted in the step metrics" not in texts and raw in [c.value for c in at.code]
     assert "Click action completed successfully" in texts and "[a screenshot, not stored]" in texts
     table = at.dataframe[-1].value
     assert list(table.columns[:2]) == ["idx", "kind"] and (table["kind"] == "observe").sum() == 2
+    assert len(table) == len(kinds)  # every step of the attempt

@@ -132,10 +132,25 @@ def test_the_landing_page_lists_the_latest_runs_failures_by_cause(open_page, dem
     assert {g.cause: len(g.items) for g in groups} == dict(sizes)
     assert len(groups[0].items) == max(sizes.values())
     at = open_page(demo_db)
-    links = at.get("page_link")
+    [picker] = at.get("radio")
+    assert picker.options[0].startswith(f"**{len(groups[0].items)}** · ")  # every group named, with its count
+    assert len(picker.options) == min(len(groups), 8)
+
+    def task_links(page) -> list[str]:
+        return [p.proto.label for p in page.get("page_link") if p.proto.label.startswith("Task ")]
+
     first = groups[0].items[0]
-    assert any(p.proto.label.startswith(f"Task {first.task_id} ") for p in links)  # one click to its page
-    assert at.expander[0].label.startswith(f"**{len(groups[0].items)}** · ")
+    shown = task_links(at)
+    assert any(label.startswith(f"Task {first.task_id} ") for label in shown)  # one click to its page
+    # Only the chosen group's tasks are drawn (at most 10), not every group's.
+    assert len(shown) == min(len(groups[0].items), 10) < sum(min(len(g.items), 10) for g in groups[:8])
+    # Another group: its tasks instead, and the choice is in the URL.
+    second = open_page(demo_db, group="1")
+    assert [label.split(" ·")[0] for label in task_links(second)] == [
+        f"Task {item.task_id}" for item in groups[1].items[:10]
+    ]
+    picker.set_value(1).run()
+    assert at.query_params["group"] == "1"
 
 
 def test_the_waterfall_skips_idle_gaps(demo):

@@ -143,5 +143,7 @@ def render(run: str, task_id: int, episode: str | None) -> None:
             if content is not None:
                 st.code(content, language=None, wrap_lines=True, height=500)
 
-    with st.expander(f"All {len(idxs)} steps", expanded=False):
+    # A table only when asked (the choice is in the URL): drawn under every step, it made each step change
+    # load and lay out the data grid (bench page_settle).
+    if state.url_toggle(st, f"All {len(idxs)} steps as a table", "all_steps"):
         show_table(steps[["idx", "kind", "readable", "error", "url"]], hide_index=True, width="stretch")

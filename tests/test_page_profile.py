@@ -1,0 +1,52 @@
+"""TRAJREVIEW_PROFILE: each page run says where its script's time went (database open, every read, hit or
+miss); a page run whose reads all hit the cache never opens the database."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from core.queries import runs
+from core.queries.failures import latest_run
+from dashboard import db
+
+
+def _profile_line(err: str) -> str:
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("page run ")]
+    return line
+
+
+def test_profile_line_counts_hits_misses_and_the_open(demo_db, tmp_path, monkeypatch, capsys):
+    path = tmp_path / "profiled.duckdb"
+    shutil.copy(demo_db, path)
+    monkeypatch.setenv("TRAJREVIEW_DB", str(path))
+    monkeypatch.setenv("TRAJREVIEW_PROFILE", "1")
+    with db.page_run() as run:
+        run.page = "runs"
+        first = db.read(runs.runs_table)
+        again = db.read(runs.runs_table)
+        db.read(latest_run)
+    cold = _profile_line(capsys.readouterr().err)
+    assert len(first) == len(again) > 0
+    assert cold.startswith("page run runs: script ")
+    assert "1 hits" in cold and "2 misses" in cold
+    assert "runs_table MISS" in cold and "runs_table hit" in cold and "latest_run MISS" in cold
+    assert re.search(r"; open \d+ ms;", cold) and run.open_ms > 0  # the first miss opened the file
+
+    # The same reads again: every one from the cache, and the file is never opened.
+    with db.page_run() as warm_run:
+        db.read(runs.runs_table)
+        db.read(latest_run)
+    warm = _profile_line(capsys.readouterr().err)
+    assert "2 hits" in warm and "0 misses" in warm and "open 0 ms" in warm
+    assert warm_run.open_ms == 0
+
+
+def test_no_profile_line_unless_asked(demo_db, tmp_path, monkeypatch, capsys):
+    path = tmp_path / "quiet.duckdb"
+    shutil.copy(demo_db, path)
+    monkeypatch.setenv("TRAJREVIEW_DB", str(path))
+    monkeypatch.delenv("TRAJREVIEW_PROFILE", raising=False)
+    with db.page_run():
+        assert db.read(runs.runs_table) is not None
+    assert "page run" not in capsys.readouterr().err
