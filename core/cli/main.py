@@ -189,9 +189,20 @@ def demo(
 
 def _register_areas() -> None:
     # Each area adds its own commands; keeps this file free of area details.
-    from core.cli import agentlab, annotations, gold, metrics, offline, review, scoring, trajectories, wav
+    from core.cli import (
+        agentlab,
+        annotations,
+        gold,
+        metrics,
+        offline,
+        review,
+        scoring,
+        search,
+        trajectories,
+        wav,
+    )
 
-    for area in (wav, scoring, agentlab, trajectories, metrics, offline, review, annotations, gold):
+    for area in (wav, scoring, agentlab, trajectories, metrics, offline, review, annotations, gold, search):
         area.register(app, import_app)
 
 

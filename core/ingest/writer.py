@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from core.errors import InputError, Problem
 from core.ingest.records import RunMeta, TrajectoryRecord, mark_answers
+from core.search import index as search_index
 from core.store import Store, insert_rows, rows_table, utcnow
 
 # Tables whose rows belong to one run: replacing a run clears all of them.
@@ -126,6 +127,7 @@ def import_run(
         raise InputError(
             meta.source_path or meta.name, f"a value the database cannot hold ({reason})"
         ) from None
+    search_index.index_run(store, meta.name)  # after the commit, with the file free (core.search.index)
 
 
 def _write_run(store, meta, trajectories, problems, extra_writes) -> None:
