@@ -108,7 +108,11 @@ def _sql_pattern(words: list[str]) -> str:
 
 def snippet(text: str, parts: list[list[str]]) -> Snippet | None:
     """The first match of any part in `text`, with CONTEXT characters around it on one line."""
-    found = [m for p in parts if (m := _python_pattern(p).search(text))]
+    return _snippet(text, [_python_pattern(p) for p in parts])
+
+
+def _snippet(text: str, compiled: list[re.Pattern]) -> Snippet | None:
+    found = [m for p in compiled if (m := p.search(text))]
     if not found:
         return None
     m = min(found, key=lambda m: m.start())
@@ -135,14 +139,13 @@ _FACTS = """
     WHERE (? IS NULL OR m.run = ?) AND (? IS NULL OR list_contains(tk.sites, ?))
       AND (? IS NULL OR coalesce(e.status, 'unscored') = ?) AND (? IS NULL OR fc.cause = ?)
 """
-_TASKS = "SELECT DISTINCT run, task_id FROM trajectories"
 
 # The small texts, scanned, each matched (`{m}`, on `text`) before anything is joined:
 # (run, task_id, episode, step, seq, kind, text).
 _SCANNED = """
-    SELECT t.run, t.task_id, NULL::VARCHAR AS episode, NULL::INTEGER AS step_idx, NULL::INTEGER AS seq,
-           'intent' AS kind, i.text
-    FROM (SELECT task_id, intent AS text FROM tasks WHERE {m}) i JOIN ({tasks}) t USING (task_id)
+    SELECT DISTINCT t.run, t.task_id, NULL::VARCHAR AS episode, NULL::INTEGER AS step_idx,
+           NULL::INTEGER AS seq, 'intent' AS kind, i.text
+    FROM trajectories t JOIN (SELECT task_id, intent AS text FROM tasks WHERE {m}) i USING (task_id)
     UNION ALL
     SELECT run, task_id, NULL, NULL, NULL, 'evaluator', text
     FROM (SELECT run, task_id, explanation AS text FROM evaluations) WHERE {m}
@@ -184,39 +187,58 @@ def search(
     match = " AND ".join(["text ILIKE ?"] * sum(map(len, parts)) + ["regexp_matches(text, ?)"] * len(parts))
     patterns = [f"%{w}%" for p in parts for w in p] + [_sql_pattern(p) for p in parts]
     with store.reading() as cur:
-        runs = dict(cur.execute("SELECT name, imported_at FROM runs").fetchall())
+        runs = {name: (stamp, diagnosed) for name, stamp, diagnosed in cur.execute(
+            "SELECT name, imported_at, name IN (SELECT run FROM failure_causes) FROM runs").fetchall()}  # fmt: skip
+        if run is not None and run not in runs:
+            raise NotFound(f"no run named {run!r}")
         scanned = cur.execute(
-            "SELECT *, count(*) OVER () FROM ("
-            + _FACTS.format(rows=_SCANNED.format(m=match, tasks=_TASKS))
+            "SELECT *, count(*) OVER () FROM (" + _FACTS.format(rows=_SCANNED.format(m=match))
             + ") ORDER BY run, task_id, step_idx NULLS FIRST LIMIT ?",
             [*patterns * 4, *filters, limit],
-        ).fetchall()
-        filtered = site is not None or outcome is not None or cause is not None
-        keys = (
-            [search_index.task_key(r, t) for r, t in cur.execute(f"SELECT run, task_id FROM ({_FACTS.format(rows=_TASKS)})", filters).fetchall()]
-            if filtered else None
-        )  # fmt: skip
-    if run is not None and run not in runs:
-        raise NotFound(f"no run named {run!r}")
-    indexed = search_index.indexed_runs(store.path)
-    gens = [search_index.generation(r, stamp) for r, stamp in runs.items()]
-    n_indexed, docs = search_index.search_docs(store.path, parts, gens, keys=keys, run=run, limit=limit)
-
-    hits = [_hit(row[:7], row[7:11], parts) for row in scanned]
+        ).fetchall()  # fmt: skip
+        keys = _task_keys(cur, run, outcome, cause)
+    gens = [search_index.generation(r, stamp) for r, (stamp, _) in runs.items()]
+    n_indexed, docs = search_index.search_docs(
+        store.path, parts, gens, keys=keys, run=run, site=site, limit=limit
+    )
+    compiled = [_python_pattern(p) for p in parts]
+    hits = [_hit(row[:7], row[7:11], compiled) for row in scanned]
     found = []
     for d in docs:
         pairs = list(zip(d.kinds, d.texts, strict=False))
-        kind, text = ([(k, t) for k, t in pairs if snippet(t, parts)] or pairs[:1])[0]
+        kind, text = next(((k, t) for k, t in pairs if any(p.search(t) for p in compiled)), pairs[0])
         found.append((d.run, d.task_id, d.episode, d.step, d.seq, kind, text))
     by_key = _facts_of(store, sorted({(r[0], r[1]) for r in found}), filters)
-    hits += [_hit(row, by_key[row[:2]], parts) for row in found if row[:2] in by_key]
+    hits += [_hit(row, by_key[row[:2]], compiled) for row in found if row[:2] in by_key]
     hits.sort(key=lambda h: (h.run, h.task_id, -1 if h.step is None else h.step, h.kind))
     searched = [run] if run is not None else sorted(runs)
+    indexed = search_index.indexed_runs(store.path)
     return SearchResult(
         query=query, hits=hits[:limit], total=(scanned[0][-1] if scanned else 0) + n_indexed,
-        not_indexed=sorted(r for r in searched if indexed.get(r) != search_index.generation(r, runs[r])),
-        undiagnosed=_undiagnosed(store, searched),
+        not_indexed=[r for r in searched if indexed.get(r) != search_index.generation(r, runs[r][0])],
+        undiagnosed=[r for r in searched if not runs[r][1]],
     )  # fmt: skip
+
+
+def _task_keys(cur, run: str | None, outcome: str | None, cause: str | None) -> list[str] | None:
+    """The index's task keys the outcome and cause filters keep (None: no such filter)."""
+    if outcome is None and cause is None:
+        return None
+    tasks = "SELECT DISTINCT run, task_id FROM trajectories WHERE (? IS NULL OR run = ?)"
+    if outcome is not None:
+        tasks = (
+            f"SELECT t.* FROM ({tasks}) t ANTI JOIN evaluations USING (run, task_id)" if outcome == "unscored"
+            else "SELECT run, task_id FROM evaluations WHERE (? IS NULL OR run = ?) AND status = ?"
+        )  # fmt: skip
+    params = [run, run] + ([outcome] if outcome not in (None, "unscored") else [])
+    if cause is not None:
+        # One primary row per task: the join repeats no task.
+        tasks = (
+            f"SELECT t.run, t.task_id FROM ({tasks}) t JOIN failure_causes f USING (run, task_id)"
+            " WHERE f.is_primary AND f.cause = ?"
+        )
+        params.append(cause)
+    return [search_index.task_key(r, t) for r, t in cur.execute(tasks, params).fetchall()]
 
 
 def _facts_of(store: Store, keys: list[tuple[str, int]], filters: list) -> dict[tuple[str, int], tuple]:
@@ -231,15 +253,10 @@ def _facts_of(store: Store, keys: list[tuple[str, int]], filters: list) -> dict[
     return {(r[0], r[1]): r[2:] for r in rows}
 
 
-def _undiagnosed(store: Store, runs: list[str]) -> list[str]:
-    diagnosed = {r for (r,) in store.query("SELECT DISTINCT run FROM failure_causes")}
-    return [r for r in runs if r not in diagnosed]
-
-
-def _hit(row: tuple, fact: tuple, parts: list[list[str]]) -> SearchHit:
+def _hit(row: tuple, fact: tuple, compiled: list[re.Pattern]) -> SearchHit:
     run, task_id, episode, step, seq, kind, text = row
     site, outcome, cause, diagnosed = fact
-    found = snippet(text, parts) or Snippet(before="", match="", after=_one_line(text[: 2 * CONTEXT]))
+    found = _snippet(text, compiled) or Snippet(before="", match="", after=_one_line(text[: 2 * CONTEXT]))
     return SearchHit(
         run=run, task_id=task_id, episode=episode, step=step, event_seq=seq, kind=kind, snippet=found,
         site=site, outcome=outcome, cause=cause, diagnosed=diagnosed,

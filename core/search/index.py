@@ -28,7 +28,7 @@ from typing import Any
 from core.errors import StoreError
 from core.progress import ProgressCallback
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 _SEP = "\x1f"
 _LOCK_WAIT_S = 60.0
 _WRITER_HEAP = 64_000_000
@@ -73,6 +73,7 @@ def _schema():
     b.add_text_field("run", stored=True, tokenizer_name="raw", index_option="basic")
     b.add_text_field("gen", tokenizer_name="raw", index_option="basic")
     b.add_text_field("key", tokenizer_name="raw", index_option="basic")
+    b.add_text_field("site", tokenizer_name="raw", index_option="basic")  # the task's sites (tasks.sites)
     b.add_unsigned_field("task_id", stored=True)
     b.add_text_field("episode", stored=True, tokenizer_name="raw", index_option="basic")
     b.add_integer_field("step", stored=True)
@@ -127,6 +128,7 @@ def _run_rows(store, run: str) -> tuple[str | None, dict[str, list[tuple]]]:
         if not stamp:
             return None, {}
         rows = {
+            "sites": dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall()),
             "steps": cur.execute(
                 f"SELECT task_id, episode, idx, {cols} FROM steps WHERE run = ?", [run]
             ).fetchall(),
@@ -144,8 +146,11 @@ def _run_rows(store, run: str) -> tuple[str | None, dict[str, list[tuple]]]:
 
 
 def _documents(run: str, gen: str, rows: dict[str, list[tuple]]) -> Iterator[dict[str, Any]]:
+    sites = rows["sites"]
+
     def doc(task_id, episode, step, seq, kinds, texts):
-        return {"run": run, "gen": gen, "key": task_key(run, task_id), "task_id": int(task_id),
+        return {"run": run, "gen": gen, "key": task_key(run, task_id), "site": sites.get(task_id) or [],
+                "task_id": int(task_id),
                 "episode": episode if episode is not None else "", "step": -1 if step is None else step,
                 "seq": -1 if seq is None else seq, "kinds": kinds, "text": texts}  # fmt: skip
 
@@ -235,13 +240,15 @@ def search_docs(
     *,
     keys: list[str] | None,
     run: str | None,
+    site: str | None,
     limit: int,
 ) -> tuple[int, list[IndexedDoc]]:
     """(documents matching, the best `limit` of them) for every part (a word, or a phrase of words) in
-    one document, among the given generations (and task keys, when given)."""
+    one document, among the given generations (and run, site and task keys, when given)."""
     import tantivy
 
-    index = _open(db_path, create=False)
+    # No index, or one of another version (its manifest is not read): nothing is searched in it.
+    index = _open(db_path, create=False) if indexed_runs(db_path) else None
     if index is None or not gens or not parts:
         return 0, []
     schema = index.schema
@@ -249,6 +256,8 @@ def search_docs(
     clauses = [(must, tantivy.Query.term_set_query(schema, "gen", gens))]
     if run is not None:
         clauses.append((must, tantivy.Query.term_query(schema, "run", run)))
+    if site is not None:
+        clauses.append((must, tantivy.Query.term_query(schema, "site", site)))
     if keys is not None:
         if not keys:
             return 0, []
