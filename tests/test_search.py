@@ -155,6 +155,11 @@ def test_a_replaced_run_never_shows_a_hit_until_reindexed(demo):
         assert "opagent" in stale.not_indexed
         search_index.reindex(store)
         fresh = search(store, f'"{phrase}"', limit=50)
+        # A deleted run: its row gone, its documents still in the index.
+        assert search(store, "admin", run="wav-demo", limit=5).hits
+        with store.transaction() as cur:
+            cur.execute("DELETE FROM runs WHERE name = 'wav-demo'")
+        assert not [h for h in search(store, "admin", limit=500).hits if h.run == "wav-demo"]
     assert fresh.not_indexed == [] and not any(h.run == "opagent" and h.step is not None for h in fresh.hits)
 
 
@@ -186,3 +191,49 @@ def test_cli_reindex_rebuilds_a_missing_index(demo):
         runs = [r for (r,) in store.query("SELECT name FROM runs")]
         assert search(store, "order", limit=5).not_indexed == []
     assert sorted(search_index.indexed_runs(demo)) == sorted(runs)
+
+
+def test_whole_words_in_any_case_no_stemming_and_intents_once_per_run(tasks_store, tmp_path):
+    from core.ingest.jsonl import import_jsonl
+
+    steps = [{"thought": "Let me click on the SEARCH-box now", "executed_action": "click('1')"},
+             {"thought": "researching the page", "executed_action": "click('2')"},
+             {"thought": "two searches later", "executed_action": "click('3')"}]  # fmt: skip
+    lines = [{"agent": "a", "model": "m", "paradigm": "step_by_step"},
+             {"task_id": 21, "steps": steps, "final_answer": "x", "reward": 0.0, "termination": "answered"}]  # fmt: skip
+    path = tmp_path / "words.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    for run in ("words-a", "words-b"):
+        import_jsonl(tasks_store, path, run)
+    found = search(tasks_store, "search", run="words-a")
+    assert [(h.step, h.snippet.match) for h in found.hits if h.kind == "thought"] == [(0, "SEARCH")]
+    assert [h.step for h in search(tasks_store, "searches", run="words-a").hits if h.kind == "thought"] == [2]
+    (intent,) = tasks_store.query("SELECT intent FROM tasks WHERE task_id = 21")[0]
+    phrase = " ".join(w for part in parse_query(intent)[:4] for w in part)
+    intents = [h for h in search(tasks_store, f'"{phrase}"', limit=100).hits if h.kind == "intent"]
+    assert sorted(h.run for h in intents if h.task_id == 21) == ["words-a", "words-b"]
+
+
+def test_each_hit_opens_the_task_page_where_it_is(demo):
+    from dashboard.components.search_hits import task_link_params
+
+    with Store(demo, read_only=True) as store:
+        task_id, idx, phrase = _a_thought_phrase(store, "opagent")
+        step = next(h for h in search(store, f'"{phrase}"', run="opagent", limit=500).hits if h.step == idx)
+        event = search(store, "admin", run="wav-demo", limit=500).hits
+        failed = search(store, "the", run="opagent", outcome="failure", limit=2000).hits
+    assert task_link_params(step) == {
+        "run": "opagent",
+        "task": str(task_id),
+        "episode": "0",
+        "step": str(idx),
+    }
+    ev = next(h for h in event if h.kind == "network url")
+    assert task_link_params(ev) == {"run": "wav-demo", "task": str(ev.task_id), "tab": "Network",
+                                    "ev": str(ev.event_seq)}  # fmt: skip
+    sentence = next(h for h in failed if h.kind == "evaluator")
+    assert task_link_params(sentence) == {
+        "run": "opagent",
+        "task": str(sentence.task_id),
+        "tab": "Evaluation",
+    }
