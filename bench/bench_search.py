@@ -134,7 +134,7 @@ def _import_slowdown(label: str, do_import) -> None:
                 times[mode].append(ms / 1000)
         on, off = statistics.median(times["with index"]), statistics.median(times["without"])
         print(f"import {label}: with the index write {on:.2f} s, without {off:.2f} s (p50 of {REPEATS}): "
-              f"+{on - off:.2f} s ({(on / off - 1) * 100:.0f} %)  load {os.getloadavg()[0]:.1f}")  # fmt: skip
+              f"{on - off:+.2f} s ({(on / off - 1) * 100:+.0f} %)  load {os.getloadavg()[0]:.1f}")  # fmt: skip
 
 
 def main() -> None:

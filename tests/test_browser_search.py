@@ -13,6 +13,7 @@ from browser_support import browser_page, chromium_available, serve, wait_idle, 
 
 from core.ingest.jsonl import import_jsonl
 from core.queries.search import parse_query
+from core.search import index as search_index
 from core.store import Store
 
 pytestmark = pytest.mark.browser
@@ -30,6 +31,7 @@ def served(demo_db, tmp_path_factory):
     """The demo plus a run whose thought is hostile markup, imported (and so indexed) normally."""
     db = tmp_path_factory.mktemp("search") / "search.duckdb"
     shutil.copy(demo_db, db)
+    shutil.copytree(search_index.index_dir(demo_db), search_index.index_dir(db))
     run_file = db.parent / "hostile.jsonl"
     lines = [{"agent": "a", "model": "m", "paradigm": "step_by_step"},
              {"task_id": 21, "steps": [{"thought": "look first", "executed_action": "scroll('down')"},
@@ -74,3 +76,4 @@ def test_search_page_filters_travel_in_the_url(served):
         page.get_by_text("opagent · task", exact=False).first.wait_for(timeout=60_000)
         assert page.get_by_text("webarena-render-babelcloud · task", exact=False).count() == 0
         assert page.locator("[data-testid='stException']").count() == 0
+        assert page.get_by_text("Not in the search index", exact=False).count() == 0
