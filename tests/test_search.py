@@ -173,6 +173,12 @@ def test_import_indexes_the_run_and_a_reimport_replaces_its_documents(tasks_stor
     import_opagent(tasks_store, shipped_data / "oagent-run", "op")
     again = search(tasks_store, f'"{phrase}"', limit=500)
     assert again.total == first.total and again.not_indexed == []
+    # What the import indexed from the rows it wrote is what a rebuild from the database indexes.
+    frequent = search(tasks_store, "the", run="op", limit=5).total
+    search_index.reindex(tasks_store)
+    rebuilt = search(tasks_store, f'"{phrase}"', limit=500)
+    assert rebuilt.total == first.total and rebuilt.hits == first.hits
+    assert search(tasks_store, "the", run="op", limit=5).total == frequent
 
 
 def test_cli_bad_filter_is_one_line_and_exit_2(demo):

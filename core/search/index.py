@@ -120,29 +120,38 @@ def _writer(index):
             time.sleep(0.2)
 
 
-def _run_rows(store, run: str) -> tuple[str | None, dict[str, list[tuple]]]:
-    """The run's generation and its text rows, in one short read of the database."""
-    cols = ", ".join(c for c, _ in STEP_TEXTS)
+_STEP_COLUMNS = ("task_id", "episode", "idx", *(c for c, _ in STEP_TEXTS))
+_TRAJECTORY_COLUMNS = ("task_id", "episode", "final_answer", "termination_detail")
+
+
+def _run_rows(store, run: str, written: dict | None = None) -> tuple[str | None, dict[str, list[tuple]]]:
+    """The run's generation and its text rows. `written`: the steps and trajectories Arrow tables the
+    import just wrote, so only the generation, the sites and the network URLs are read back (a short read
+    that never holds the file for the run's text); else everything is read from the database."""
     with store.reading() as cur:
         stamp = cur.execute("SELECT imported_at FROM runs WHERE name = ?", [run]).fetchall()
         if not stamp:
             return None, {}
         rows = {
             "sites": dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall()),
-            "steps": cur.execute(
-                f"SELECT task_id, episode, idx, {cols} FROM steps WHERE run = ?", [run]
-            ).fetchall(),
-            "trajectories": cur.execute(
-                "SELECT task_id, episode, final_answer, termination_detail FROM trajectories WHERE run = ?",
-                [run],
-            ).fetchall(),
             "events": cur.execute(
                 "SELECT task_id, min(seq), url FROM network_events WHERE run = ? AND NOT is_static_asset"
                 " AND url IS NOT NULL GROUP BY task_id, url",
                 [run],
             ).fetchall(),
         }
+        for table, columns in (("steps", _STEP_COLUMNS), ("trajectories", _TRAJECTORY_COLUMNS)):
+            rows[table] = (
+                _arrow_rows(written[table], columns) if written is not None
+                else cur.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE run = ?", [run]).fetchall()
+            )  # fmt: skip
     return generation(run, stamp[0][0]), rows
+
+
+def _arrow_rows(table, columns: tuple[str, ...]) -> list[tuple]:
+    if table is None or table.num_rows == 0:
+        return []
+    return list(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
 
 
 def _documents(run: str, gen: str, rows: dict[str, list[tuple]]) -> Iterator[dict[str, Any]]:
@@ -194,11 +203,12 @@ def _write(db_path: str | Path, runs: Iterable[tuple[str, str | None, dict]], *,
     tmp.replace(path)
 
 
-def index_run(store, run: str) -> None:
+def index_run(store, run: str, written: dict | None = None) -> None:
     """Replace one run's documents with what the database holds for it now (nothing when it is gone).
-    Called once the run's import committed: a failure here leaves the run imported and not indexed."""
+    Called once the run's import committed, with the steps and trajectories tables it wrote: a failure
+    here leaves the run imported and not indexed."""
     try:
-        gen, rows = _run_rows(store, run)
+        gen, rows = _run_rows(store, run, written)
         _write(store.path, [(run, gen, rows)], clear=False)
     except (OSError, ValueError) as exc:
         raise StoreError(
