@@ -30,6 +30,7 @@ pages = {
         st.Page(VIEWS / "triage.py", title="Triage", icon=":material/checklist:", url_path="triage"),
         st.Page(VIEWS / "task.py", title="Task review", icon=":material/search:", url_path="task"),
         st.Page(VIEWS / "judge.py", title="Labels & judge", icon=":material/rule:", url_path="judge"),
+        st.Page(VIEWS / "search.py", title="Search", icon=":material/manage_search:", url_path="search"),
     ],
     "Present": [
         st.Page(

@@ -46,6 +46,7 @@ def test_no_absolute_machine_paths_in_tracked_files(repo_root):
 CORE_RANKS = {
     "core": 0,  # the root: store, errors, paths, progress, values
     "core.files": 1,
+    "core.search": 1,
     "core.measure": 2,
     "core.scoring": 3,
     "core.ingest": 4,

@@ -198,11 +198,24 @@ def _register_areas() -> None:
         offline,
         review,
         scoring,
+        search,
         trajectories,
         wav,
     )
 
-    for area in (wav, scoring, agentlab, trajectories, metrics, offline, review, annotations, gold, diagnose):
+    for area in (
+        wav,
+        scoring,
+        agentlab,
+        trajectories,
+        metrics,
+        offline,
+        review,
+        annotations,
+        gold,
+        diagnose,
+        search,
+    ):
         area.register(app, import_app)
 
 

@@ -16,6 +16,7 @@ from core.errors import InputError
 from core.ingest.tasks import import_tasks
 from core.paths import REPO_ROOT, SHIPPED_DATA, DemoSource, demo_source, has_shared_data, shared_data_path
 from core.progress import ProgressCallback
+from core.search import index as search_index
 from core.store import Store
 
 DEMO_DB = REPO_ROOT / "data" / "demo.duckdb"
@@ -212,6 +213,8 @@ def build_demo(
             if on_progress:
                 on_progress(len(steps), len(steps))
         os.replace(tmp, path)
+        search_index.move_index(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+        search_index.remove_index(tmp)
     return summary

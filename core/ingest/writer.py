@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from core.errors import InputError, Problem
 from core.ingest.records import RunMeta, TrajectoryRecord, mark_answers
+from core.search import index as search_index
 from core.store import Store, insert_rows, rows_table, utcnow
 
 # Tables whose rows belong to one run: replacing a run clears all of them.
@@ -118,7 +119,7 @@ def import_run(
     rows are Arrow tables built beforehand, so a `ShortLivedStore` holds the file for the writing alone.
     """
     try:
-        _write_run(store, meta, trajectories, problems, extra_writes)
+        written = _write_run(store, meta, trajectories, problems, extra_writes)
     except (duckdb.ConversionException, duckdb.OutOfRangeException, duckdb.InvalidInputException) as exc:
         # A value the database cannot hold that no importer check caught: the transaction is rolled
         # back (nothing half-written) and the user gets the cause in one line, not a traceback.
@@ -126,9 +127,10 @@ def import_run(
         raise InputError(
             meta.source_path or meta.name, f"a value the database cannot hold ({reason})"
         ) from None
+    search_index.index_run(store, meta.name, written)  # after the commit (core.search.index)
 
 
-def _write_run(store, meta, trajectories, problems, extra_writes) -> None:
+def _write_run(store, meta, trajectories, problems, extra_writes) -> dict[str, pa.Table]:
     from core.scoring.offline.run import NO_TRACE_FORMATS, evaluate_trajectories, write_evaluated
 
     # Everything that can be computed is computed with the file closed: the transaction only writes.
@@ -148,3 +150,4 @@ def _write_run(store, meta, trajectories, problems, extra_writes) -> None:
             write(cur)
         if offline is not None:
             write_evaluated(cur, meta.name, offline)
+    return tables

@@ -1,0 +1,57 @@
+"""The hits of a search: each a link to the task page at its step (or network event), then the matching
+words in their context. Agent text is shown as text: escaped, with only the match marked."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.queries.search import SearchHit, SearchResult
+from dashboard import state
+from dashboard.text import escape_md
+
+
+def task_link_params(hit: SearchHit) -> dict[str, str]:
+    """The task page's URL parameters that open the hit where it is."""
+    params = {"run": hit.run, "task": str(hit.task_id)}
+    if hit.episode:
+        params["episode"] = hit.episode
+    if hit.step is not None:
+        params["step"] = str(hit.step)
+    elif hit.event_seq is not None:
+        params.update(tab="Network", ev=str(hit.event_seq))
+    elif hit.kind in ("evaluator", "cause"):
+        params["tab"] = "Evaluation"
+    return params
+
+
+def _where(hit: SearchHit) -> str:
+    at = f"step {hit.step}" if hit.step is not None else (
+        f"event {hit.event_seq}" if hit.event_seq is not None else "task")  # fmt: skip
+    cause = hit.cause_text()
+    return " · ".join(
+        p
+        for p in (hit.run, f"task {hit.task_id}", at, hit.kind, hit.outcome, cause and f"cause: {cause}")
+        if p
+    )
+
+
+def render(result: SearchResult) -> None:
+    shown = len(result.hits)
+    st.caption(
+        f"{result.total} matching text(s); {shown} shown"
+        + (" (raise the limit for more)." if shown < result.total else ".")
+    )
+    if result.not_indexed:
+        st.warning(
+            "Not in the search index (their steps, answers and URLs are not searched): "
+            f"{escape_md(', '.join(result.not_indexed))}. Run `trajreview search --reindex`."
+        )
+    for i, hit in enumerate(result.hits):
+        with st.container(key=f"hit-{i}"):
+            st.page_link(
+                state.TASK_PAGE, label=escape_md(_where(hit), 160), query_params=task_link_params(hit)
+            )
+            s = hit.snippet
+            st.markdown(
+                f"{escape_md(s.before, None)}:orange-background[{escape_md(s.match, None)}]{escape_md(s.after, None)}"
+            )

@@ -1,0 +1,79 @@
+"""The Search page in a real browser: a query from the URL finds real agent text and hostile agent text,
+shows it as text (markup never rendered), and a hit opens the task page at its step."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from urllib.parse import urlencode
+
+import orjson
+import pytest
+from browser_support import browser_page, chromium_available, serve, wait_idle, wait_url
+
+from core.ingest.jsonl import import_jsonl
+from core.queries.search import parse_query
+from core.search import index as search_index
+from core.store import Store
+
+pytestmark = pytest.mark.browser
+
+if not chromium_available():
+    if os.environ.get("CI"):
+        raise RuntimeError("chromium is missing in CI: .ci/run must install Debian's chromium")
+    pytest.skip("Debian chromium not installed (apt-get install chromium)", allow_module_level=True)
+
+HOSTILE = 'quaggaword **bold** <img src=x onerror="window.__xss = 1"> [link](https://evil.example/)'
+
+
+@pytest.fixture(scope="module")
+def served(demo_db, tmp_path_factory):
+    """The demo plus a run whose thought is hostile markup, imported (and so indexed) normally."""
+    db = tmp_path_factory.mktemp("search") / "search.duckdb"
+    shutil.copy(demo_db, db)
+    shutil.copytree(search_index.index_dir(demo_db), search_index.index_dir(db))
+    run_file = db.parent / "hostile.jsonl"
+    lines = [{"agent": "a", "model": "m", "paradigm": "step_by_step"},
+             {"task_id": 21, "steps": [{"thought": "look first", "executed_action": "scroll('down')"},
+                                       {"thought": HOSTILE, "executed_action": "click('12')"}],
+              "final_answer": "x", "reward": 0.0, "termination": "answered"}]  # fmt: skip
+    run_file.write_bytes(b"\n".join(orjson.dumps(line) for line in lines))
+    with Store(db) as store:
+        import_jsonl(store, run_file, "hostile-run")
+        (thought,) = store.query(
+            "SELECT thought FROM steps WHERE run = 'opagent' AND length(thought) > 200 ORDER BY task_id, idx LIMIT 1"
+        )[0]
+    with serve(db) as url:
+        yield url, thought
+
+
+def test_search_page_shows_hostile_text_as_text_and_opens_the_step(served):
+    url, _ = served
+    with browser_page() as page:
+        page.goto(f"{url}/search?{urlencode({'query': 'quaggaword'})}")
+        wait_idle(page)
+        page.get_by_text("hostile-run · task 21 · step 1 · thought").wait_for(timeout=60_000)
+        page.get_by_text("**bold**", exact=False).first.wait_for(timeout=30_000)
+        assert page.get_by_text('<img src=x onerror="window.__xss = 1">', exact=False).count() >= 1
+        assert page.locator("img[onerror]").count() == 0 and page.evaluate("() => window.__xss") is None
+        assert page.locator("a[href^='https://evil.example']").count() == 0
+        assert page.locator("strong", has_text="bold").count() == 0
+        page.get_by_text("hostile-run · task 21 · step 1 · thought").click()
+        wait_url(page, "/task?")
+        wait_idle(page)
+        assert "run=hostile-run" in page.url and "task=21" in page.url and "step=1" in page.url
+        page.get_by_text("Step 1", exact=False).first.wait_for(timeout=60_000)
+
+
+def test_search_page_filters_travel_in_the_url(served):
+    url, thought = served
+    words = [w for part in parse_query(thought) for w in part]
+    phrase = " ".join(words[len(words) // 2 : len(words) // 2 + 4])
+    with browser_page() as page:
+        query = urlencode({"query": '"' + phrase + '"', "run": "opagent"})
+        page.goto(f"{url}/search?{query}")
+        wait_idle(page)
+        page.get_by_text("opagent · task", exact=False).first.wait_for(timeout=60_000)
+        assert page.get_by_text("webarena-render-babelcloud · task", exact=False).count() == 0
+        assert page.locator("[data-testid='stException']").count() == 0
+        assert page.get_by_text("Not in the search index", exact=False).count() == 0

@@ -1,0 +1,234 @@
+"""Search across every run (`trajreview search`, core/queries/search.py, core/search/index.py) on the
+shipped demo's real runs: phrases from agent thoughts and URL fragments from network traces are found at
+their task and step, filters keep only their tasks, and a replaced run never shows a hit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cause_support import forget_diagnosis
+from test_cli import run_cli
+from typer.testing import CliRunner
+
+from core.cli.main import app
+from core.ingest.records import RunMeta
+from core.ingest.writer import replace_run
+from core.queries.search import parse_query, search, snippet
+from core.review.annotations import annotate
+from core.search import index as search_index
+from core.store import Store
+
+
+@pytest.fixture
+def demo(demo_db: Path, tmp_path: Path) -> Path:
+    """A writable copy of the shipped demo with its search index beside it."""
+    path = tmp_path / "demo.duckdb"
+    shutil.copy(demo_db, path)
+    shutil.copytree(search_index.index_dir(demo_db), search_index.index_dir(path))
+    return path
+
+
+def _cli(db: Path, *args: str) -> dict:
+    result = CliRunner().invoke(app, ["--db", str(db), "search", *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def _a_thought_phrase(store: Store, run: str) -> tuple[int, int, str]:
+    """(task, step, five words from the middle of a real thought) of the run."""
+    for task_id, idx, thought in store.query(
+        "SELECT task_id, idx, thought FROM steps WHERE run = ? AND length(thought) > 200 ORDER BY task_id, idx",
+        [run],
+    ):
+        words = thought.split()
+        phrase = " ".join(words[len(words) // 2 : len(words) // 2 + 5])
+        if len(parse_query(f'"{phrase}"')[0]) == 5:
+            return task_id, idx, phrase
+    raise AssertionError("no long thought")
+
+
+def test_cli_finds_a_phrase_of_an_opagent_thought_at_its_task_and_step(demo):
+    with Store(demo, read_only=True) as store:
+        task_id, idx, phrase = _a_thought_phrase(store, "opagent")
+    out = _cli(demo, f'"{phrase}"', "--run", "opagent", "--limit", "500")
+    assert out["total"] >= 1 and out["not_indexed"] == []
+    at = [(h["task_id"], h["step"]) for h in out["hits"] if h["kind"] == "thought"]
+    assert (task_id, idx) in at
+    hit = next(h for h in out["hits"] if (h["task_id"], h["step"]) == (task_id, idx))
+    assert " ".join(hit["snippet"]["match"].split()).lower() == " ".join(phrase.split()).lower() or (
+        parse_query(hit["snippet"]["match"]) == parse_query(phrase)
+    )
+    assert {h["run"] for h in out["hits"]} == {"opagent"}
+
+
+def test_cli_finds_a_url_fragment_of_a_wav_network_event(demo):
+    with Store(demo, read_only=True) as store:
+        task_id, seq, url = store.query(
+            "SELECT task_id, min(seq), url FROM network_events WHERE run = 'wav-demo' AND NOT is_static_asset"
+            " AND url LIKE '%/%/%/%/%' GROUP BY task_id, url ORDER BY task_id, min(seq) LIMIT 1"
+        )[0]
+    fragment = "/" + "/".join(url.split("?")[0].rstrip("/").split("/")[-2:])
+    out = _cli(demo, fragment, "--run", "wav-demo", "--limit", "500")
+    events = [(h["task_id"], h["event_seq"]) for h in out["hits"] if h["kind"] == "network url"]
+    assert (task_id, seq) in events
+
+
+def test_words_match_whole_words_in_any_case():
+    assert parse_query('Search "Shipping  address" /customer/address') == [
+        ["search"], ["shipping", "address"], ["customer", "address"],
+    ]  # fmt: skip
+    found = snippet("Let me click on the SEARCH-box now", parse_query('"search box"'))
+    assert (found.before, found.match, found.after) == ("Let me click on the ", "SEARCH-box", " now")
+    assert snippet("researching boxes", parse_query("search")) is None
+
+
+def test_filters_keep_only_their_tasks(demo):
+    with Store(demo, read_only=True) as store:
+        every = search(store, "the", limit=2000)
+        failed = search(store, "the", outcome="failure", limit=2000)
+        shopping = search(store, "the", site="shopping", limit=2000)
+        sites = dict(store.query("SELECT task_id, sites FROM tasks"))
+    assert failed.hits and {h.outcome for h in failed.hits} == {"failure"}
+    assert failed.total < every.total
+    assert shopping.hits and all("shopping" in sites[h.task_id] for h in shopping.hits)
+
+
+def test_cause_filter_and_cause_summaries(demo):
+    """Causes as `trajreview diagnose` stored them in the demo build; wav-demo's forgotten stands for a run
+    not diagnosed yet."""
+    with Store(demo) as store:
+        forget_diagnosis(store, "wav-demo")
+        gave_up = set(
+            store.query("SELECT run, task_id FROM failure_causes WHERE is_primary AND cause = 'gave_up'")
+        )
+        by_cause = search(store, "the", cause="gave_up", limit=2000)
+        summary = search(store, '"got HTTP 502"', limit=50)  # the constructed 502's cause sentence
+        not_diagnosed = search(store, "the", run="wav-demo", limit=5)
+    assert gave_up and by_cause.hits and {(h.run, h.task_id) for h in by_cause.hits} <= gave_up
+    assert {h.cause for h in by_cause.hits} == {"gave_up"}
+    assert ("wav-navigation", 374, "cause") in {(h.run, h.task_id, h.kind) for h in summary.hits}
+    assert "opagent" not in by_cause.undiagnosed and "wav-demo" in by_cause.undiagnosed
+    failed = [h for h in not_diagnosed.hits if h.outcome == "failure"]
+    assert all(h.cause_text() == "not diagnosed" for h in failed)
+
+
+def test_labels_and_notes_are_searched_latest_row_only(demo):
+    with Store(demo) as store:
+        task_id, idx, _ = _a_thought_phrase(store, "opagent")
+        annotate(store, "step", "tester", run="opagent", task_id=task_id, episode="0", step_idx=idx,
+                 note="Flibbertigibbet clicked the wrong tab")  # fmt: skip
+        found = search(store, "flibbertigibbet", limit=10)
+        annotate(
+            store, "step", "tester", run="opagent", task_id=task_id, episode="0", step_idx=idx, note=None
+        )
+        cleared = search(store, "flibbertigibbet", limit=10)
+    assert [(h.run, h.task_id, h.step, h.kind) for h in found.hits] == [("opagent", task_id, idx, "note")]
+    assert cleared.hits == []
+
+
+def test_a_replaced_run_never_shows_a_hit_until_reindexed(demo):
+    with Store(demo) as store:
+        task_id, idx, phrase = _a_thought_phrase(store, "opagent")
+        assert any(h.run == "opagent" for h in search(store, f'"{phrase}"', limit=50).hits)
+        # The run replaced in the database behind the index's back (as a crash between the import's
+        # commit and its index write would leave it): the index still holds the old documents.
+        with store.transaction() as cur:
+            replace_run(
+                cur, RunMeta(name="opagent", source_format="opagent", paradigm="unknown", source_path="x")
+            )
+        stale = search(store, f'"{phrase}"', limit=50)
+        assert not any(h.run == "opagent" and h.kind != "intent" for h in stale.hits)
+        assert "opagent" in stale.not_indexed
+        search_index.reindex(store)
+        fresh = search(store, f'"{phrase}"', limit=50)
+        # A deleted run: its row gone, its documents still in the index.
+        assert search(store, "admin", run="wav-demo", limit=5).hits
+        with store.transaction() as cur:
+            cur.execute("DELETE FROM runs WHERE name = 'wav-demo'")
+        assert not [h for h in search(store, "admin", limit=500).hits if h.run == "wav-demo"]
+    assert fresh.not_indexed == [] and not any(h.run == "opagent" and h.step is not None for h in fresh.hits)
+
+
+def test_import_indexes_the_run_and_a_reimport_replaces_its_documents(tasks_store, shipped_data):
+    from core.ingest.opagent import import_opagent
+
+    import_opagent(tasks_store, shipped_data / "oagent-run", "op")
+    task_id, idx, phrase = _a_thought_phrase(tasks_store, "op")
+    first = search(tasks_store, f'"{phrase}"', limit=500)
+    assert first.not_indexed == [] and (task_id, idx) in [(h.task_id, h.step) for h in first.hits]
+    import_opagent(tasks_store, shipped_data / "oagent-run", "op")
+    again = search(tasks_store, f'"{phrase}"', limit=500)
+    assert again.total == first.total and again.not_indexed == []
+    # What the import indexed from the rows it wrote is what a rebuild from the database indexes.
+    frequent = search(tasks_store, "the", run="op", limit=5).total
+    search_index.reindex(tasks_store)
+    rebuilt = search(tasks_store, f'"{phrase}"', limit=500)
+    assert rebuilt.total == first.total and rebuilt.hits == first.hits
+    assert search(tasks_store, "the", run="op", limit=5).total == frequent
+
+
+def test_cli_bad_filter_is_one_line_and_exit_2(demo):
+    bad = run_cli("search", "order", "--outcome", "passed", db=demo)
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --outcome: 'passed' is not one of")
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_cli_reindex_rebuilds_a_missing_index(demo):
+    shutil.rmtree(search_index.index_dir(demo))
+    with Store(demo, read_only=True) as store:
+        assert search(store, "order", limit=5).not_indexed != []
+    result = CliRunner().invoke(app, ["--db", str(demo), "search", "--reindex"])
+    assert result.exit_code == 0, result.output
+    with Store(demo, read_only=True) as store:
+        runs = [r for (r,) in store.query("SELECT name FROM runs")]
+        assert search(store, "order", limit=5).not_indexed == []
+    assert sorted(search_index.indexed_runs(demo)) == sorted(runs)
+
+
+def test_whole_words_in_any_case_no_stemming_and_intents_once_per_run(tasks_store, tmp_path):
+    from core.ingest.jsonl import import_jsonl
+
+    steps = [{"thought": "Let me click on the SEARCH-box now", "executed_action": "click('1')"},
+             {"thought": "researching the page", "executed_action": "click('2')"},
+             {"thought": "two searches later", "executed_action": "click('3')"}]  # fmt: skip
+    lines = [{"agent": "a", "model": "m", "paradigm": "step_by_step"},
+             {"task_id": 21, "steps": steps, "final_answer": "x", "reward": 0.0, "termination": "answered"}]  # fmt: skip
+    path = tmp_path / "words.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    for run in ("words-a", "words-b"):
+        import_jsonl(tasks_store, path, run)
+    found = search(tasks_store, "search", run="words-a")
+    assert [(h.step, h.snippet.match) for h in found.hits if h.kind == "thought"] == [(0, "SEARCH")]
+    assert [h.step for h in search(tasks_store, "searches", run="words-a").hits if h.kind == "thought"] == [2]
+    (intent,) = tasks_store.query("SELECT intent FROM tasks WHERE task_id = 21")[0]
+    phrase = " ".join(w for part in parse_query(intent)[:4] for w in part)
+    intents = [h for h in search(tasks_store, f'"{phrase}"', limit=100).hits if h.kind == "intent"]
+    assert sorted(h.run for h in intents if h.task_id == 21) == ["words-a", "words-b"]
+
+
+def test_each_hit_opens_the_task_page_where_it_is(demo):
+    from dashboard.components.search_hits import task_link_params
+
+    with Store(demo, read_only=True) as store:
+        task_id, idx, phrase = _a_thought_phrase(store, "opagent")
+        step = next(h for h in search(store, f'"{phrase}"', run="opagent", limit=500).hits if h.step == idx)
+        event = search(store, "admin", run="wav-demo", limit=500).hits
+        failed = search(store, "the", run="opagent", outcome="failure", limit=2000).hits
+    assert task_link_params(step) == {
+        "run": "opagent",
+        "task": str(task_id),
+        "episode": "0",
+        "step": str(idx),
+    }
+    ev = next(h for h in event if h.kind == "network url")
+    assert task_link_params(ev) == {"run": "wav-demo", "task": str(ev.task_id), "tab": "Network",
+                                    "ev": str(ev.event_seq)}  # fmt: skip
+    sentence = next(h for h in failed if h.kind == "evaluator")
+    assert task_link_params(sentence) == {
+        "run": "opagent",
+        "task": str(sentence.task_id),
+        "tab": "Evaluation",
+    }
