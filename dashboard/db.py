@@ -30,6 +30,7 @@ import streamlit as st
 
 from core.errors import StoreError, TrajreviewError, first_line
 from core.paths import default_db_path
+from core.search.index import manifest_path
 from core.store import Store
 from dashboard.text import escape_md
 
@@ -47,10 +48,11 @@ def read_only() -> bool:
 
 
 def fingerprint(path: Path | None = None) -> tuple:
-    """(path, size and mtime of the file, and of its write-ahead log): changes whenever a write lands."""
+    """(path, size and mtime of the file, of its write-ahead log and of the search index's manifest):
+    changes whenever a write lands, and when `search --reindex` rewrites the index."""
     path = path or db_path()
     parts: list[Any] = [str(path)]
-    for p in (path, path.with_name(path.name + ".wal")):
+    for p in (path, path.with_name(path.name + ".wal"), manifest_path(path)):
         try:
             info = p.stat()
             parts += [info.st_mtime_ns, info.st_size]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -232,3 +233,14 @@ def test_each_hit_opens_the_task_page_where_it_is(demo):
         "task": str(sentence.task_id),
         "tab": "Evaluation",
     }
+
+
+def test_a_reindex_changes_the_apps_cache_fingerprint(demo):
+    """The page's cached hits are keyed by the database fingerprint: a reindex, which leaves the database
+    file alone, must change it too, or the page would show the old index's hits."""
+    from dashboard import db
+
+    before = db.fingerprint(demo)
+    time.sleep(0.01)
+    assert CliRunner().invoke(app, ["--db", str(demo), "search", "--reindex"]).exit_code == 0
+    assert db.fingerprint(demo) != before

@@ -83,14 +83,15 @@ def _schema():
     return b.build()
 
 
-def _manifest_path(db_path: str | Path) -> Path:
+def manifest_path(db_path: str | Path) -> Path:
+    """The runs the index holds, rewritten on every index write: the app's cache fingerprint includes it."""
     return index_dir(db_path) / "trajreview-runs.json"
 
 
 def indexed_runs(db_path: str | Path) -> dict[str, str]:
     """{run: generation} the index holds (empty when there is no index, or one of another version)."""
     try:
-        data = json.loads(_manifest_path(db_path).read_text(encoding="utf-8"))
+        data = json.loads(manifest_path(db_path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data.get("runs", {}) if data.get("version") == INDEX_VERSION else {}
@@ -197,7 +198,7 @@ def _write(db_path: str | Path, runs: Iterable[tuple[str, str | None, dict]], *,
     except BaseException:
         writer.rollback()
         raise
-    path = _manifest_path(db_path)
+    path = manifest_path(db_path)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"version": INDEX_VERSION, "runs": manifest}), encoding="utf-8")
     tmp.replace(path)
