@@ -22,6 +22,7 @@ from pathlib import Path
 from core.ingest.demo import build_demo
 from core.ingest.writer import RUN_TABLES
 from core.paths import REPO_ROOT
+from core.search.index import remove_index
 from core.store import Store
 
 SOURCE_RUN = "webarena-render-babelcloud"
@@ -56,6 +57,7 @@ def base_db() -> Path:
         _CACHE.mkdir(parents=True, exist_ok=True)
         for old in _CACHE.glob("volume-base*.duckdb"):
             old.unlink()
+            remove_index(old)  # its full-text index beside it
         build_demo(base, source="shared")
     return base
 
