@@ -59,6 +59,8 @@ CASES = [
     ),  # fmt: skip
     ("evaluate-offline", "run", ["evaluate-offline", "--run", "nope"], "no run named 'nope'"),
     ("labels", "run", ["labels", "--run", "nope"], "no run named 'nope'"),
+    ("diagnose", "run", ["diagnose", "--run", "nope"], "no run named 'nope'"),
+    ("search", "run", ["search", "words", "--run", "nope"], "no run named 'nope'"),
     ("judge-agreement", "run", ["judge-agreement", "--from-db", "--run", "nope"], "no run named 'nope'"),
     (
         "judge-agreement",

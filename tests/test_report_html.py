@@ -70,10 +70,12 @@ def test_report_renders_its_charts_offline_in_chromium(report: Path):
             page = context.new_page()
             page.goto(report.as_uri())
             page.wait_for_function(
-                "() => window.Plotly && document.querySelectorAll('.plotly-graph-div .main-svg').length >= 6"
+                "() => window.Plotly && document.querySelectorAll('.plotly-graph-div .main-svg').length >= 7"
             )
             charts = page.locator(".plotly-graph-div")
-            assert charts.count() == 6  # site, task type, hard subset, termination, reviewer label; paradigms
+            assert (
+                charts.count() == 7
+            )  # site, task type, hard subset, termination, reviewer label, failure cause; paradigms
             bars = page.locator(".plotly-graph-div .bars .point path")
             assert bars.count() > 20
             texts = page.locator(".plotly-graph-div .bars .point text").evaluate_all(

@@ -190,7 +190,7 @@ def search(
         runs = {name: (stamp, diagnosed) for name, stamp, diagnosed in cur.execute(
             "SELECT name, imported_at, name IN (SELECT run FROM failure_causes) FROM runs").fetchall()}  # fmt: skip
         if run is not None and run not in runs:
-            raise NotFound(f"no run named {run!r}")
+            raise NotFound("run", run)
         scanned = cur.execute(
             "SELECT *, count(*) OVER () FROM (" + _FACTS.format(rows=_SCANNED.format(m=match))
             + ") ORDER BY run, task_id, step_idx NULLS FIRST LIMIT ?",
