@@ -37,13 +37,20 @@ def _session(sid: int) -> list[int]:
     return found
 
 
+def _as_from_a_terminal() -> None:
+    """In the child before exec: SIGINT back to its default. A shell starts background jobs (a CI script
+    run with `&`, nohup) with SIGINT ignored and children inherit that, so Python would install no
+    KeyboardInterrupt handler and the test would measure the harness, not the command."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args: list[str]) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     env.pop("TRAJREVIEW_DB", None)
     # A session of its own: what it leaves behind is found by session id, and cleaned up whatever happens.
     return subprocess.Popen(
         [sys.executable, "-m", "core.cli.main", *args], env=env, cwd=REPO_ROOT, start_new_session=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_terminal,
     )  # fmt: skip
 
 
