@@ -195,8 +195,10 @@ def main() -> None:
                  f"{percentile(official_times, 0.95):.2f}", f"{official / ours:.1f}x", target, f"{official / floor:.1f}x",
                  len(differing))  # fmt: skip
         print("  ".join(f"{c:>14}" for c in cells))
-    print(f"floor (a fresh process importing the official engine only): p50 {floor:.2f} s, p95"
-          f" {percentile(floor_times, 0.95):.2f} s over {len(floor_times)} runs; ceiling = official p50 / floor")
+    print(
+        f"floor (a fresh process importing the official engine only): p50 {floor:.2f} s, p95"
+        f" {percentile(floor_times, 0.95):.2f} s over {len(floor_times)} runs; ceiling = official p50 / floor"
+    )
     for size, ours_times, official_times, differing, statuses in rows:
         print(f"{size} tasks: statuses {dict(sorted(statuses.items()))}; runs ours {[round(t, 2) for t in ours_times]},"
               f" official {[round(t, 2) for t in official_times]}")  # fmt: skip
