@@ -179,6 +179,7 @@ def _clicks(db: Path, vol) -> None:
     from browser_support import browser_page, chromium_available, click_grid_row, serve, wait_idle, wait_url
 
     from core.queries.runs import runs_table
+    from dashboard.components.tables import WRAP_ROW_HEIGHT
 
     if not chromium_available():
         print("chromium not installed: click timings skipped")
@@ -192,13 +193,13 @@ def _clicks(db: Path, vol) -> None:
         page.locator("[data-testid='stDataFrame']").first.wait_for()
         timings = [("open /runs", time.perf_counter() - start)]
         start = time.perf_counter()
-        click_grid_row(page, order.index("wav-demo"))
-        wait_url(page, "/triage?")
+        click_grid_row(page, order.index("wav-demo"), row_height=WRAP_ROW_HEIGHT)  # run names wrap
+        wait_url(page, "/triage?run=wav-demo")
         wait_idle(page)
         timings.append(("click run row -> Triage", time.perf_counter() - start))
         start = time.perf_counter()
         click_grid_row(page, 0)
-        wait_url(page, "/task?")
+        wait_url(page, "task=107")
         wait_idle(page)
         page.get_by_text("task_type: expected RETRIEVE").first.wait_for(timeout=60_000)
         timings.append(("click failed task -> explanation", time.perf_counter() - start))

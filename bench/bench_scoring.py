@@ -15,6 +15,11 @@ Both sides run as a user runs them, one command in a fresh process, start-up inc
 The two alternate, repetition by repetition, so both see the same machine load. Every task's status and
 score must equal the official CLI's own `eval_result.json` (0 differences).
 
+    floor     `python -c "import webarena_verified.api.webarena_verified"`: a fresh process importing the
+              official engine and nothing else, timed in the same alternation. Any tool that scores with
+              the official engine pays it, so `official / floor` (the "ceiling" column) is the best ratio
+              such a tool could print at that size.
+
 Run: .venv/bin/python -m bench scoring   (BENCH_SCORING_SIZES=2,200,812, BENCH_SCORING_REPEAT=3)
 """
 
@@ -39,6 +44,7 @@ from core.paths import shared_data_dir
 
 # Targets of issue 24: at least these ratios (official seconds / ours); at 2 tasks, faster than it.
 TARGETS = {2: 1.0, 200: 10.0, 812: 20.0}
+ENGINE_MODULE = "webarena_verified.api.webarena_verified"
 SITES = ("__GITLAB__", "__SHOPPING__", "__REDDIT__", "__MAP__", "__WIKIPEDIA__")
 
 
@@ -132,6 +138,13 @@ def run_official(run: Path, config: Path, work: Path) -> tuple[float, dict[int, 
     return elapsed, results
 
 
+def run_floor() -> float:
+    """Seconds for a fresh process that only imports the official engine."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", f"import {ENGINE_MODULE}"], check=True)
+    return time.perf_counter() - started
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -141,6 +154,7 @@ def main() -> None:
     sizes = [int(s) for s in os.environ.get("BENCH_SCORING_SIZES", "2,200,812").split(",")]
     repeat = int(os.environ.get("BENCH_SCORING_REPEAT", "3"))
     rows = []
+    floor_times: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench_scoring_") as tmp:
         root = Path(tmp)
         full, config = build_run(root)
@@ -149,6 +163,7 @@ def main() -> None:
             run = full if size >= 812 else subset(full, size, root)
             ours_times, official_times, differing, statuses = [], [], set(), Counter()
             for _ in range(repeat):  # alternate, so both sides see the same load
+                floor_times.append(run_floor())
                 elapsed, ours = run_ours(run, config, base_db, root)
                 ours_times.append(elapsed)
                 elapsed, official = run_official(run, config, root)
@@ -168,15 +183,22 @@ def main() -> None:
         "official p95 s",
         "ratio",
         "target",
+        "ceiling",
         "differ",
     )
     print("  ".join(f"{h:>14}" for h in header))
+    floor = statistics.median(floor_times)
     for size, ours_times, official_times, differing, _ in rows:
         ours, official = statistics.median(ours_times), statistics.median(official_times)
         target = f">= {TARGETS.get(size, 1.0):.0f}x" if size > 2 else "> 1x"
         cells = (size, f"{ours:.2f}", f"{percentile(ours_times, 0.95):.2f}", f"{official:.2f}",
-                 f"{percentile(official_times, 0.95):.2f}", f"{official / ours:.1f}x", target, len(differing))  # fmt: skip
+                 f"{percentile(official_times, 0.95):.2f}", f"{official / ours:.1f}x", target, f"{official / floor:.1f}x",
+                 len(differing))  # fmt: skip
         print("  ".join(f"{c:>14}" for c in cells))
+    print(
+        f"floor (a fresh process importing the official engine only): p50 {floor:.2f} s, p95"
+        f" {percentile(floor_times, 0.95):.2f} s over {len(floor_times)} runs; ceiling = official p50 / floor"
+    )
     for size, ours_times, official_times, differing, statuses in rows:
         print(f"{size} tasks: statuses {dict(sorted(statuses.items()))}; runs ours {[round(t, 2) for t in ours_times]},"
               f" official {[round(t, 2) for t in official_times]}")  # fmt: skip

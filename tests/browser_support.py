@@ -103,9 +103,36 @@ def click_grid_row(page, row: int, grid_index: int = 0, row_height: int = 35) ->
     canvas: there is no DOM element per row); `row_height` is the grid's (WRAP_ROW_HEIGHT where it wraps)."""
     grid = page.locator("[data-testid='stDataFrame']").nth(grid_index)
     grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
     header = 35
-    page.mouse.click(box["x"] + 15, box["y"] + header + row_height * row + row_height / 2)
+    offset = header + row_height * row + row_height / 2
+    box = grid.bounding_box()
+    if offset > box["height"] - 5:  # below the grid's own fold: scroll its rows (the grid scrolls itself)
+        offset -= grid.evaluate(_SCROLL_GRID_TO, offset - box["height"] / 2)
+        page.wait_for_timeout(100)
+    viewport = page.viewport_size["height"]
+    if not 80 <= box["y"] + offset <= viewport - 20:  # the row is out of view: bring it to mid-screen
+        grid.evaluate(_SCROLL_PARENT_BY, box["y"] + offset - viewport / 2)
+        page.wait_for_timeout(100)
+        box = grid.bounding_box()
+    page.mouse.click(box["x"] + 15, box["y"] + offset)
+
+
+# Scroll a st.dataframe's rows (glide-data-grid's scroller) to dy pixels; returns where it got to.
+_SCROLL_GRID_TO = """(el, dy) => {
+    const scroller = el.querySelector('.dvn-scroller');
+    if (!scroller) return 0;
+    scroller.scrollTop = dy;
+    return scroller.scrollTop;
+}"""
+
+# Scroll the nearest scrolling ancestor of an element (Streamlit's main pane, not the window) by dy pixels.
+_SCROLL_PARENT_BY = """(el, dy) => {
+    for (let p = el.parentElement; p; p = p.parentElement) {
+        const style = getComputedStyle(p);
+        if (/(auto|scroll)/.test(style.overflowY) && p.scrollHeight > p.clientHeight) { p.scrollBy(0, dy); return; }
+    }
+    window.scrollBy(0, dy);
+}"""
 
 
 def wait_url(page, fragment: str, timeout_s: float = 60) -> None:
