@@ -309,3 +309,20 @@ def test_each_shared_helper_is_defined_once(repo_root):
                 if name.lstrip("_") in found:
                     found[name.lstrip("_")].append(path.relative_to(repo_root).as_posix())
     assert found == {name: [home] for name, home in SHARED_HELPERS.items()}
+
+
+# An INSERT that selects from a registered Arrow table: the bulk insert core.store.insert_rows makes.
+_HAND_BULK_INSERT = re.compile(
+    r"INSERT\s+(?:OR\s+\w+\s+)?INTO\b[^\"']*\bSELECT\b[^\"']*\bFROM\b", re.IGNORECASE
+)
+
+
+def test_every_bulk_insert_goes_through_insert_rows(repo_root):
+    """Writers build their rows with core.store.rows_table (lone surrogates kept as escapes) and insert them
+    with insert_rows; no module registers an Arrow table and inserts from it by hand."""
+    offenders = [
+        path.relative_to(repo_root).as_posix()
+        for path in sorted((repo_root / "core").rglob("*.py"))
+        if path.name != "store.py" and _HAND_BULK_INSERT.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
