@@ -69,10 +69,9 @@ DASHBOARD_RANKS = {
     "dashboard.views": 5,
     "dashboard.app": 6,
 }
-# The imports that go up, each declared here and lazy (inside the function): `trajreview report --html`
-# renders the dashboard's charts (so `core` still never loads plotly), and the demo build (core.ingest.demo)
-# ends by diagnosing its runs, so every page of the demo shows failure causes.
-DECLARED_UPWARD = {("core.cli.metrics", "dashboard.report"), ("core.ingest.demo", "core.diagnose")}
+# The import that goes up, declared here and lazy (inside the function): `trajreview report --html`
+# renders the dashboard's charts (so `core` still never loads plotly).
+DECLARED_UPWARD = {("core.cli.metrics", "dashboard.report")}
 CORE_ROOT_MODULES_MAX = 6
 
 
@@ -240,7 +239,7 @@ def store_modes(fn) -> set[str]:
                 read_only = next((k.value for k in node.keywords if k.arg == "read_only"), None)
                 constant = isinstance(read_only, ast.Constant) and read_only.value is True
                 modes.add("read-only" if constant else "read-write while it runs")
-            elif name in ("build_demo", "_serve"):
+            elif name in ("build_diagnosed_demo", "_serve"):
                 modes.add("read-write while it runs")
             elif isinstance(node.func, ast.Name) and inspect.isfunction(getattr(module, name, None)):
                 helper = getattr(module, name)
