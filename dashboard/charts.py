@@ -212,6 +212,20 @@ def cause_bars(table: pd.DataFrame) -> go.Figure:
     return fig
 
 
+# How far from zero (in points) a delta's label turns inward: 'n=5, too few to tell' is about a quarter of
+# the −105…105 axis wide, so a label centred on a point beyond ±50 would run past the plot's edge.
+DELTA_LABEL_TURN = 50.0
+
+
+def delta_text_positions(diff: pd.Series) -> list[str]:
+    """Each delta's label above its point, centred, or reaching toward the middle of the axis when the
+    point lies near an edge (a label centred on −100 or +100 is cut by the plot's edge)."""
+    return [
+        "top left" if d > DELTA_LABEL_TURN else "top right" if d < -DELTA_LABEL_TURN else "top center"
+        for d in diff
+    ]
+
+
 def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
     """B − A in success per site (points) with the paired bootstrap 95 % CI; n of paired tasks beside
     each point; the site is the point's customdata."""
@@ -224,7 +238,7 @@ def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
             y=[html.escape(str(s)) for s in df["site"]], x=diff, mode="markers+text", customdata=df["site"],
             marker={"size": 9, "color": [RUN_COLORS[1] if d < 0 else RUN_COLORS[0] for d in diff]},
             text=[f"n={n}" + ("" if not is_missing(lo) else f", {TOO_FEW}") for n, lo in zip(df["n"], df["ci_low"], strict=True)],
-            textposition="top center",
+            textposition=delta_text_positions(diff), cliponaxis=False,
             error_x={"type": "data", "symmetric": False, "array": (high - diff).tolist(),
                      "arrayminus": (diff - low).tolist(), "color": "#555", "thickness": 1},
             hovertemplate="%{y}: %{x:+.1f} points<extra></extra>",
