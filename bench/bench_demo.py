@@ -1,8 +1,8 @@
 """Benchmark: building the demo database a clone on its own builds (`make demo`, and the tests' demo_db).
 
-Ours: `build_demo(source="shipped")`, from the demo set shipped in data/demo (slices of the OpAgent and
+Ours: `build_diagnosed_demo(source="shipped")` (what `trajreview demo` builds), from the demo set shipped in data/demo (slices of the OpAgent and
 babelcloud runs, the WebArena-Verified demo run, our gold; metrics with the offline judge).
-Baseline: `build_demo(source="shared")`, what `make demo` built before the set was shipped and still
+Baseline: `build_diagnosed_demo(source="shared")`, what `make demo` built before the set was shipped and still
 builds where ../shared/data sits beside the repository (the whole runs, the AgentLab sample, the paper's
 gold). Three builds each, p50 and p95 (of three: the slowest).
 Target: the shipped build in ≤ 30 s, the wait a newcomer's first `make demo` adds once.
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.ingest.demo import build_demo
+from core.cli.demo import build_diagnosed_demo
 from core.paths import SHIPPED_DATA, shared_data_dir
 from core.store import Store
 
@@ -30,7 +30,7 @@ def _builds(source: str, tmp: Path) -> tuple[list[float], dict[str, int]]:
     for i in range(BUILDS):
         path = tmp / f"{source}{i}.duckdb"
         started = time.perf_counter()
-        build_demo(path, source=source)
+        build_diagnosed_demo(path, source=source)
         timings.append(time.perf_counter() - started)
     with Store(path, read_only=True) as store:
         counts = dict(store.query("SELECT run, count(*) FROM evaluations GROUP BY run ORDER BY run"))

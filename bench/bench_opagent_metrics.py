@@ -1,7 +1,7 @@
 """Benchmark: trajectory metrics of the OpAgent run (809 tasks, 9,858 steps) against the paper's 652-task
 gold with the offline judge.
 
-Setup (not timed): a database with the tasks, the paper's gold xlsx and the OpAgent run.
+Setup (not timed): a database with the tasks, the paper's gold xlsx (bench.metrics_setup) and the OpAgent run.
 Ours: `run_metrics(..., make_judge("offline", use_embeddings=False))`: every pair the five metrics need is
 collected, deduplicated and judged in one batch, then the pure metrics run and one transaction writes
 `metrics` and `alignments` (the demo's configuration).
@@ -17,49 +17,28 @@ Run: .venv/bin/python -m bench.bench_opagent_metrics
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 
-from core.ingest.gold import import_gold
+from bench.metrics_setup import GOLD, pair_by_pair, store_with_gold
 from core.ingest.opagent import import_opagent
-from core.ingest.tasks import import_tasks
 from core.measure.judge.cascade import make_judge
-from core.measure.metrics import PRESETS
-from core.measure.metrics_run import compute_task, load_task_inputs, run_metrics
-from core.paths import shared_data_dir
-from core.store import Store
+from core.measure.metrics_run import run_metrics
 
 TARGET_S = 10.0
 
 
 def main() -> None:
-    data = shared_data_dir()
-    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.duckdb") as store:
-        import_tasks(store, original=True)
-        import_gold(store, data / "human-gold" / "Golden Human Trajectories.xlsx", "paper")
+    with store_with_gold() as (store, data):
         import_opagent(store, data / "oagent-run", "opagent")
 
         judge = make_judge("offline", store, use_embeddings=False)
         started = time.perf_counter()
-        summary = run_metrics(store, "opagent", "paper", judge)
+        summary = run_metrics(store, "opagent", GOLD, judge)
         ours = time.perf_counter() - started
         total = sum(judge.stats.values())
         llm_share = judge.stats.get("offline", 0) / total if total else 0.0
 
-        naive_judge = make_judge("offline", store, use_embeddings=False)
-        tasks = load_task_inputs(store, "opagent", "paper")
-        asked = 0
-        started = time.perf_counter()
-        for task in tasks:
-
-            def one(pair, _judge=naive_judge):
-                nonlocal asked
-                asked += 1
-                return _judge.judge_many([pair])[0]
-
-            compute_task(task, one, PRESETS["default"])
-        baseline = time.perf_counter() - started
+        baseline, asked = pair_by_pair(store, "opagent")
 
         print(f"{summary.tasks} tasks, {summary.tasks_with_gold} with gold; {total} distinct pairs judged "
               f"(baseline asked {asked} times); stages {dict(sorted(judge.stats.items()))}")  # fmt: skip
@@ -74,7 +53,7 @@ def main() -> None:
         if ok:
             with_embeddings = make_judge("offline", store)
             started = time.perf_counter()
-            run_metrics(store, "opagent", "paper", with_embeddings)
+            run_metrics(store, "opagent", GOLD, with_embeddings)
             print(f"with the optional embedding stage (model load included): {time.perf_counter() - started:.2f} s;"
                   f" stages {dict(sorted(with_embeddings.stats.items()))}")  # fmt: skip
         else:

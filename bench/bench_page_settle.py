@@ -223,7 +223,8 @@ def main() -> None:
     from browser_support import CHROMIUM, CHROMIUM_ARGS, chromium_available
     from playwright.sync_api import sync_playwright
 
-    from core.ingest.demo import DEMO_DB, build_demo
+    from core.cli.demo import build_diagnosed_demo
+    from core.ingest.demo import DEMO_DB
 
     if not chromium_available():
         print("chromium not installed: page settle times skipped")
@@ -236,7 +237,7 @@ def main() -> None:
         tmp_path = Path(tmp)
         demo = DEMO_DB if DEMO_DB.exists() else tmp_path / "demo.duckdb"
         if not demo.exists():
-            build_demo(demo)
+            build_diagnosed_demo(demo)
         ours_db, base_db = tmp_path / "ours.duckdb", tmp_path / "base.duckdb"
         shutil.copy(demo, ours_db)
         shutil.copy(demo, base_db)

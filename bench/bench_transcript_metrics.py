@@ -1,7 +1,8 @@
 """Benchmark: the babelcloud run read as tool calls (812 tasks, 22,062 calls, 14,5xx actions measured)
 — import, then trajectory metrics against the paper's gold with the offline judge.
 
-Setup (not timed): a database with the tasks and the paper's gold xlsx.
+Setup (not timed): a database with the tasks and the paper's gold xlsx (bench.metrics_setup, shared with
+bench_opagent_metrics).
 Ours, import: `import_webarena_render` of the 812 renders + logs, transcripts split into one step per
 tool call; baseline: the same renders parsed with `parse_render` only (the harness's steps, no split,
 no write), so the ratio is what splitting and storing the calls costs.
@@ -19,30 +20,20 @@ Run: .venv/bin/python -m bench.bench_transcript_metrics
 from __future__ import annotations
 
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
-from core.ingest.gold import import_gold
-from core.ingest.tasks import import_tasks
+from bench.metrics_setup import GOLD, pair_by_pair, store_with_gold
 from core.ingest.webarena_render import decode_render, find_renders, import_webarena_render, parse_render
 from core.measure.judge.cascade import make_judge
-from core.measure.metrics import PRESETS
-from core.measure.metrics_run import compute_task, load_task_inputs, run_metrics
-from core.paths import shared_data_dir
-from core.store import Store
+from core.measure.metrics_run import run_metrics
 
 TARGET_S = 20.0
 RUNS = 3
 
 
 def main() -> None:
-    data = shared_data_dir()
-    folder = data / "webarena-render" / "babelcloud__webarena" / "gbox" / "trajectories"
-    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "bench.duckdb") as store:
-        import_tasks(store, original=True)
-        import_gold(store, data / "human-gold" / "Golden Human Trajectories.xlsx", "paper")
-
+    with store_with_gold() as (store, data):
+        folder = data / "webarena-render" / "babelcloud__webarena" / "gbox" / "trajectories"
         started = time.perf_counter()
         summary = import_webarena_render(store, folder, "babelcloud")
         import_s = time.perf_counter() - started
@@ -57,22 +48,11 @@ def main() -> None:
         for _ in range(RUNS):
             judge = make_judge("offline", store, use_embeddings=False)
             started = time.perf_counter()
-            measured = run_metrics(store, "babelcloud", "paper", judge)
+            measured = run_metrics(store, "babelcloud", GOLD, judge)
             timings.append(time.perf_counter() - started)
         total = sum(judge.stats.values())
 
-        naive_judge = make_judge("offline", store, use_embeddings=False)
-        asked = 0
-        started = time.perf_counter()
-        for task in load_task_inputs(store, "babelcloud", "paper"):
-
-            def one(pair, _judge=naive_judge):
-                nonlocal asked
-                asked += 1
-                return _judge.judge_many([pair])[0]
-
-            compute_task(task, one, PRESETS["default"])
-        baseline = time.perf_counter() - started
+        baseline, asked = pair_by_pair(store, "babelcloud")
 
     ours = statistics.median(timings)
     p95 = sorted(timings)[max(0, round(0.95 * len(timings)) - 1)]

@@ -19,7 +19,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.ingest.demo import build_demo
+from core.cli.demo import build_diagnosed_demo
 from core.ingest.writer import RUN_TABLES
 from core.paths import REPO_ROOT
 from core.search.index import remove_index
@@ -58,7 +58,7 @@ def base_db() -> Path:
         for old in _CACHE.glob("volume-base*.duckdb"):
             old.unlink()
             remove_index(old)  # its full-text index beside it
-        build_demo(base, source="shared")
+        build_diagnosed_demo(base, source="shared")
     return base
 
 

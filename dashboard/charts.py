@@ -129,10 +129,25 @@ def export_config(image_format: str = "png", filename: str = "chart") -> dict:
     }  # fmt: skip
 
 
+# A label inside a bar sits at the bar's start; it needs this much of the axis (in %) left of the whisker's
+# lower end (about 110 px of a 450 px plot: "100.0 % · 812/812"), else it goes past the whisker's upper end.
+INSIDE_ROOM = 25.0
+
+
+def bar_labels(rate: pd.Series, low: pd.Series, high: pd.Series) -> list[float | None]:
+    """Where each bar's label starts, on the axis (in %): None for a label inside its bar, from the bar's
+    start, where the CI whisker leaves it room; else just past the whisker's upper end (or the bar's end,
+    whichever is further), so the whisker never crosses the text."""
+    return [
+        None if not is_missing(lo) and lo >= INSIDE_ROOM else max(r, r if is_missing(hi) else hi) + 1.5
+        for r, lo, hi in zip(rate, low, high, strict=True)
+    ]
+
+
 def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
     """Grouped horizontal bars of success rate per value, one colour per run, 95 % CI as error bars and
-    'rate · successes/scored' on every bar; each bar's customdata is [run, value] (a click opens Triage
-    on that run filtered to that value)."""
+    'rate · successes/scored' on every bar (inside from its start, or past its whisker: `bar_labels`); each
+    bar's customdata is [run, value] (a click opens Triage on that run filtered to that value)."""
     df = table[table["scored"] > 0]
     runs = list(dict.fromkeys(df["run"]))
     values = sorted(df["value"].unique(), key=lambda v: (-int(df.loc[df["value"] == v, "scored"].max()), v))
@@ -144,24 +159,35 @@ def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
             .reindex([v for v in values if v in set(df.loc[df["run"] == run, "value"])])
         )
         rate = part["success_rate"].astype(float) * 100
+        low, high = part["ci_low"].astype(float) * 100, part["ci_high"].astype(float) * 100
+        # Labels escaped: plotly renders <a>, <b>, <br> … inside them; the click keeps the raw value.
+        y = [html.escape(str(v)) for v in part.index]
+        text = [
+            f"{percent(r / 100)} · {s}/{n}"
+            for r, s, n in zip(rate, part["successes"], part["scored"], strict=True)
+        ]
+        outside = bar_labels(rate, low, high)
+        customdata = [[run, v] for v in part.index]
         fig.add_bar(
-            # Labels escaped: plotly renders <a>, <b>, <br> … inside them; the click keeps the raw value.
-            y=[html.escape(str(v)) for v in part.index], x=rate, orientation="h", name=html.escape(run), marker_color=RUN_COLORS[i % len(RUN_COLORS)],
-            text=[f"{percent(r / 100)} · {s}/{n}" for r, s, n in zip(rate, part["successes"], part["scored"], strict=True)],
-            # Inside, from the bar's start (the CI whisker crosses the bar's end); a short bar's label beside it.
-            textposition=_text_positions(rate, room=30), insidetextanchor="start", cliponaxis=False,
-            insidetextfont={"color": "white"}, outsidetextfont={"color": "#333"},
-            customdata=[[run, v] for v in part.index],
-            error_x={"type": "data", "symmetric": False,
-                     "array": (part["ci_high"].astype(float) * 100 - rate).tolist(),
-                     "arrayminus": (rate - part["ci_low"].astype(float) * 100).tolist(),
-                     "color": "#555", "thickness": 1},
+            y=y, x=rate, orientation="h", name=html.escape(run), marker_color=RUN_COLORS[i % len(RUN_COLORS)],
+            offsetgroup=str(i), text=[t if at is None else "" for t, at in zip(text, outside, strict=True)],
+            textposition="inside", insidetextanchor="start", insidetextfont={"color": "white"},
+            customdata=customdata,
+            error_x={"type": "data", "symmetric": False, "array": (high - rate).tolist(),
+                     "arrayminus": (rate - low).tolist(), "color": "#555", "thickness": 1},
             hovertemplate=f"{html.escape(run)}<br>%{{y}}: %{{x:.1f}} %<extra></extra>",
+        )  # fmt: skip
+        # The other labels as text beside their bar (the same offset group), starting past the whisker.
+        fig.add_scatter(
+            y=y, x=outside, orientation="h", mode="text", offsetgroup=str(i), showlegend=False,
+            text=[t if at is not None else "" for t, at in zip(text, outside, strict=True)],
+            textposition="middle right", textfont={"color": "#333"}, cliponaxis=False,
+            customdata=customdata, hoverinfo="skip",
         )  # fmt: skip
     height = 80 + 26 * max(len(values), 1) * max(len(runs), 1) + 14 * len(values)
     fig.update_layout(
-        title=title, barmode="group", height=min(max(height, 200), 2400),
-        margin={"l": 10, "r": 90, "t": 40 if title else 10, "b": 10},
+        title=title, barmode="group", scattermode="group", height=min(max(height, 200), 2400),
+        margin={"l": 10, "r": 120, "t": 40 if title else 10, "b": 10},
         xaxis={"title": "success rate (%) with 95 % CI", "range": [0, 100]},
         yaxis={"type": "category", "categoryorder": "array",
                "categoryarray": [html.escape(str(v)) for v in values[::-1]]},
@@ -186,6 +212,20 @@ def cause_bars(table: pd.DataFrame) -> go.Figure:
     return fig
 
 
+# How far from zero (in points) a delta's label turns inward: 'n=5, too few to tell' is about a quarter of
+# the −105…105 axis wide, so a label centred on a point beyond ±50 would run past the plot's edge.
+DELTA_LABEL_TURN = 50.0
+
+
+def delta_text_positions(diff: pd.Series) -> list[str]:
+    """Each delta's label above its point, centred, or reaching toward the middle of the axis when the
+    point lies near an edge (a label centred on −100 or +100 is cut by the plot's edge)."""
+    return [
+        "top left" if d > DELTA_LABEL_TURN else "top right" if d < -DELTA_LABEL_TURN else "top center"
+        for d in diff
+    ]
+
+
 def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
     """B − A in success per site (points) with the paired bootstrap 95 % CI; n of paired tasks beside
     each point; the site is the point's customdata."""
@@ -198,7 +238,7 @@ def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
             y=[html.escape(str(s)) for s in df["site"]], x=diff, mode="markers+text", customdata=df["site"],
             marker={"size": 9, "color": [RUN_COLORS[1] if d < 0 else RUN_COLORS[0] for d in diff]},
             text=[f"n={n}" + ("" if not is_missing(lo) else f", {TOO_FEW}") for n, lo in zip(df["n"], df["ci_low"], strict=True)],
-            textposition="top center",
+            textposition=delta_text_positions(diff), cliponaxis=False,
             error_x={"type": "data", "symmetric": False, "array": (high - diff).tolist(),
                      "arrayminus": (diff - low).tolist(), "color": "#555", "thickness": 1},
             hovertemplate="%{y}: %{x:+.1f} points<extra></extra>",

@@ -20,6 +20,7 @@ RUNS_PAGE = "views/runs.py"
 TRIAGE_PAGE = "views/triage.py"
 TASK_PAGE = "views/task.py"
 COMPARE_PAGE = "views/compare.py"
+SEARCH_PAGE = "views/search.py"
 
 # Triage filters travel with the task page so previous/next follow the reviewer's list.
 TRIAGE_KEYS = ("site", "verdict", "evaluator", "termination", "gold", "label", "q", "sort", "type", "hard",

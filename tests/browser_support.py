@@ -143,3 +143,17 @@ def wait_url(page, fragment: str, timeout_s: float = 60) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"URL never contained {fragment!r}; it is {page.url}")
         page.wait_for_timeout(50)
+
+
+def bar_label(page, bar) -> str:
+    """The label of a `rate_bars` bar (a `.bars .point`): its own text when inside the bar, else the text
+    drawn beside it past its whisker (dashboard.charts.bar_labels), found on the bar's row."""
+    box = bar.locator("path").bounding_box()
+    texts = page.locator(".js-plotly-plot .bars .point text, .js-plotly-plot .textpoint text")
+    for i in range(texts.count()):
+        text = texts.nth(i)
+        where = text.bounding_box()
+        content = text.text_content() or ""
+        if content and where and box["y"] <= where["y"] + where["height"] / 2 <= box["y"] + box["height"]:
+            return content
+    raise AssertionError("no label on the bar's row")

@@ -107,10 +107,10 @@ def babelcloud_db(tasks_db: Path, shared_data: Path, tmp_path_factory: pytest.Te
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo database built from the shipped set (the same everywhere, metrics against demo-gold
     included), built once per session; copy it before writing."""
-    from core.ingest.demo import build_demo
+    from core.cli.demo import build_diagnosed_demo
 
     path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    build_demo(path, source="shipped")
+    build_diagnosed_demo(path, source="shipped")
     return path
 
 
@@ -118,10 +118,10 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def full_demo_db(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
     """The demo database built from ../shared/data (the whole runs, the AgentLab sample, the paper's gold);
     skips where it is absent. Copy it before writing."""
-    from core.ingest.demo import build_demo
+    from core.cli.demo import build_diagnosed_demo
 
     path = tmp_path_factory.mktemp("full-demo") / "demo.duckdb"
-    build_demo(path, source="shared")
+    build_diagnosed_demo(path, source="shared")
     return path
 
 

@@ -69,10 +69,9 @@ DASHBOARD_RANKS = {
     "dashboard.views": 5,
     "dashboard.app": 6,
 }
-# The imports that go up, each declared here and lazy (inside the function): `trajreview report --html`
-# renders the dashboard's charts (so `core` still never loads plotly), and the demo build (core.ingest.demo)
-# ends by diagnosing its runs, so every page of the demo shows failure causes.
-DECLARED_UPWARD = {("core.cli.metrics", "dashboard.report"), ("core.ingest.demo", "core.diagnose")}
+# The import that goes up, declared here and lazy (inside the function): `trajreview report --html`
+# renders the dashboard's charts (so `core` still never loads plotly).
+DECLARED_UPWARD = {("core.cli.metrics", "dashboard.report")}
 CORE_ROOT_MODULES_MAX = 6
 
 
@@ -240,7 +239,7 @@ def store_modes(fn) -> set[str]:
                 read_only = next((k.value for k in node.keywords if k.arg == "read_only"), None)
                 constant = isinstance(read_only, ast.Constant) and read_only.value is True
                 modes.add("read-only" if constant else "read-write while it runs")
-            elif name in ("build_demo", "_serve"):
+            elif name in ("build_diagnosed_demo", "_serve"):
                 modes.add("read-write while it runs")
             elif isinstance(node.func, ast.Name) and inspect.isfunction(getattr(module, name, None)):
                 helper = getattr(module, name)
@@ -309,3 +308,20 @@ def test_each_shared_helper_is_defined_once(repo_root):
                 if name.lstrip("_") in found:
                     found[name.lstrip("_")].append(path.relative_to(repo_root).as_posix())
     assert found == {name: [home] for name, home in SHARED_HELPERS.items()}
+
+
+# An INSERT that selects from a registered Arrow table: the bulk insert core.store.insert_rows makes.
+_HAND_BULK_INSERT = re.compile(
+    r"INSERT\s+(?:OR\s+\w+\s+)?INTO\b[^\"']*\bSELECT\b[^\"']*\bFROM\b", re.IGNORECASE
+)
+
+
+def test_every_bulk_insert_goes_through_insert_rows(repo_root):
+    """Writers build their rows with core.store.rows_table (lone surrogates kept as escapes) and insert them
+    with insert_rows; no module registers an Arrow table and inserts from it by hand."""
+    offenders = [
+        path.relative_to(repo_root).as_posix()
+        for path in sorted((repo_root / "core").rglob("*.py"))
+        if path.name != "store.py" and _HAND_BULK_INSERT.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []

@@ -133,3 +133,29 @@ def test_label_buckets_follow_triage_with_task_step_and_event_labels(demo_db: Pa
             shown = triage.apply_filter(rows, triage.TriageFilter(labels=(value,)))
             assert len(shown) == row["scored"] + row["unscored"], value
         assert int((labels["scored"] + labels["unscored"]).sum()) == len(rows) + 1  # step[0] counts twice
+
+
+def test_both_breakdown_tables_configure_rates_and_intervals_one_way(
+    open_page, demo_db: Path, tmp_path: Path, repo_root
+):
+    """The success-rate tabs and the failure-cause tab show a rate in words, then the rate and its interval
+    to three decimals, from one definition (dashboard.components.tables.rate_columns)."""
+    db = tmp_path / "demo.duckdb"  # a copy: this module's fixture holds the demo open read-only
+    shutil.copy(demo_db, db)
+    configs = {}
+    for dim in ("site", "failure cause"):
+        at = open_page(db, "views/breakdowns.py", runs=[OPAGENT, BABEL], dim=dim)
+        (frame,) = at.dataframe
+        columns = json.loads(frame.proto.columns)
+        columns.pop("_index", None)
+        configs[dim] = list(columns.values())[-4:]  # the rate in words, the rate, CI low, CI high
+    site, cause = configs["site"], configs["failure cause"]
+    assert [c["type_config"] for c in site] == [c["type_config"] for c in cause]
+    assert site[0]["type_config"] == {"type": "text"} and site[1]["type_config"]["format"] == "%.3f"
+    assert site[2:] == cause[2:] and [c["label"] for c in cause[2:]] == ["CI low", "CI high"]
+    defined = [
+        path.name
+        for path in sorted((repo_root / "dashboard").rglob("*.py"))
+        if '"CI low"' in path.read_text(encoding="utf-8")
+    ]
+    assert defined == ["tables.py"]

@@ -9,7 +9,7 @@ import re
 import shutil
 
 import pytest
-from browser_support import browser_page, chromium_available, serve, wait_idle, wait_url
+from browser_support import bar_label, browser_page, chromium_available, serve, wait_idle, wait_url
 from cause_support import OPEN_TASK, diagnose_with_model
 from demo_support import NAV, OPAGENT
 
@@ -123,7 +123,7 @@ def test_the_breakdowns_cause_chart_clicks_through_to_triage(served):
         wait_idle(page)
         bar = page.locator(".js-plotly-plot .bars .point").first
         bar.wait_for(timeout=60_000)
-        label = bar.locator("text").text_content()  # e.g. "6.1 % · 2/20"
+        label = bar_label(page, bar)  # e.g. "6.1 % · 2/20"
         tasks, failed = map(int, re.search(r"(\d+)/(\d+)$", label).groups())
         assert failed == len(_primary(db, OPAGENT))
         box = bar.locator("path").bounding_box()

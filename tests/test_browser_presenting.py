@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import browser_page, chromium_available, serve, wait_idle, wait_url
+from browser_support import bar_label, browser_page, chromium_available, serve, wait_idle, wait_url
 from demo_support import BABEL
 
 from core.store import Store
@@ -24,7 +24,7 @@ def test_breakdown_bar_clicks_through_to_triage(demo_db):
         wait_idle(page)
         bar = page.locator(".js-plotly-plot .bars .point").first
         bar.wait_for(timeout=60_000)
-        label = bar.locator("text").text_content()  # e.g. "44 % · 4/9"
+        label = bar_label(page, bar)  # e.g. "44 % · 4/9"
         successes, scored = map(int, re.search(r"(\d+)/(\d+)$", label).groups())
         box = bar.locator("path").bounding_box()
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)

@@ -142,3 +142,21 @@ def test_runs_sharing_no_scored_task_are_never_paired(full_demo_db):
         # wav-demo (tasks 107, 108) and agentlab-sample share no scored task.
         assert compare.comparison_pair(s, [WAV, "agentlab-sample"]) is None
         assert compare.comparison_pair(s, [WAV, OPAGENT, "agentlab-sample"]) == (OPAGENT, "agentlab-sample")
+
+
+def test_a_delta_near_the_edge_labels_toward_the_middle(demo_db):
+    """Compare's per-site chart: a label centred on a point near −100 or +100 ran past the plot's edge
+    ('n=2, too few to tell' cut to 'oo few to tell'); beyond ±50 points it reaches toward the middle."""
+    from dashboard.charts import deltas
+
+    seen = set()
+    for a, b in ((BABEL, OPAGENT), (OPAGENT, BABEL)):
+        with Store(demo_db, read_only=True) as s:
+            fig = deltas(compare.compare_runs(s, a, b).per_site, a, b)
+        (points,) = fig.data
+        assert fig.layout.xaxis.range == (-105, 105) and points.cliponaxis is False
+        for x, position, text in zip(points.x, points.textposition, points.text, strict=True):
+            side = "left" if x > 50 else "right" if x < -50 else "center"
+            assert position == f"top {side}", (x, text)
+            seen.add(side)
+    assert seen == {"left", "right", "center"}  # the demo has points near both edges and in the middle

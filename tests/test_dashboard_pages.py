@@ -38,8 +38,19 @@ def test_runs_page_lists_every_run_with_its_success_rate(open_page, demo_db):
 
 
 def test_empty_database_guides_on_every_page(open_page, tmp_path):
+    import typer.main
+
+    from core.cli.main import import_app
+    from dashboard.components.import_hint import IMPORT_COMMANDS
+
     Store(tmp_path / "empty.duckdb").close()
-    assert "No runs imported yet" in page_texts(open_page(tmp_path / "empty.duckdb"))
+    runs_page = page_texts(open_page(tmp_path / "empty.duckdb"))
+    assert "No runs imported yet" in runs_page and "make demo" in runs_page
+    # Every import command the CLI has, OpAgent's included: the page's list is exactly the CLI's import group.
+    commands = list(typer.main.get_command(import_app).commands)
+    assert {"wav-run", "agentlab", "browsergym", "opagent", "webarena-render", "jsonl"} <= set(commands)
+    assert [name for name, _ in IMPORT_COMMANDS] == commands
+    assert all(f"`trajreview import {name}`" in runs_page for name in commands)
     assert "No runs imported yet" in page_texts(open_page(tmp_path / "empty.duckdb", TRIAGE))
     assert "Pick a task in Triage" in page_texts(open_page(tmp_path / "empty.duckdb", TASK))
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from demo_support import BABEL, GOLD, NAV, OPAGENT, WAV
 
+from core.cli.demo import build_diagnosed_demo
 from core.ingest import demo
 from core.ingest.demo_server_error import SERVER_ERROR_TASK
 from core.ingest.webarena_render import find_renders
@@ -39,6 +40,16 @@ def _check_every_page_has_data(s: Store, runs: dict[str, str], gold: str) -> Non
         [BABEL, OPAGENT],
     )[0][0]
     assert shared_tasks > 0
+    _check_every_failure_has_its_cause(s)
+
+
+def _check_every_failure_has_its_cause(s: Store) -> None:
+    """`trajreview demo` diagnoses every run: each failed or errored task has one primary cause."""
+    failed = s.query(
+        "SELECT run, task_id FROM evaluations WHERE status IN ('failure', 'error') ORDER BY 1, 2"
+    )
+    primaries = s.query("SELECT run, task_id FROM failure_causes WHERE is_primary ORDER BY 1, 2")
+    assert failed and primaries == failed
 
 
 def _check_network_evaluators(s: Store) -> None:
@@ -67,10 +78,11 @@ def _failures(s: Store) -> int:
 def test_shipped_demo_holds_every_source(tmp_path):
     path = tmp_path / "demo.duckdb"
     progress = []
-    summary = demo.build_demo(
+    summary = build_diagnosed_demo(
         path, on_progress=lambda done, total: progress.append((done, total)), source="shipped"
     )
-    assert len(summary) == len(demo.demo_steps("shipped")) + 1 and progress[-1][0] == progress[-1][1]
+    # Every step's line and the diagnosis's, after the line saying which data it used.
+    assert len(summary) == len(demo.demo_steps("shipped")) + 2 and progress[-1][0] == progress[-1][1]
     assert summary[0].startswith(f"demo data: {SHIPPED_DATA} ")  # says which source it used
     with Store(path, read_only=True) as s:
         runs = dict(s.query("SELECT name, source_format FROM runs"))
@@ -123,6 +135,8 @@ def test_demo_source_follows_the_shared_data(tmp_path, monkeypatch):
     done = subprocess.run(cli, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "the demo set shipped in the repository" in done.stdout and db.exists()
+    with Store(db, read_only=True) as s:
+        _check_every_failure_has_its_cause(s)
     again = subprocess.run(cli, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and "exists; --rebuild builds it again" in again.stdout
     shared = subprocess.run(

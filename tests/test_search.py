@@ -244,3 +244,33 @@ def test_a_reindex_changes_the_apps_cache_fingerprint(demo):
     time.sleep(0.01)
     assert CliRunner().invoke(app, ["--db", str(demo), "search", "--reindex"]).exit_code == 0
     assert db.fingerprint(demo) != before
+
+
+def test_an_empty_search_page_offers_the_same_search_without_each_filter(open_page, demo: Path):
+    """Nothing found: the page says what to try, and each filter in use is a link to the same search without
+    it; following the one without the cause filter finds the run's texts. Counts say text or texts."""
+    from urllib.parse import parse_qs
+
+    from dashboard.components.search_hits import count_text
+
+    wanted = {"query": "customer", "run": "wav-demo", "cause": "gave_up"}
+    at = open_page(demo, "views/search.py", **wanted)
+    assert [c.value for c in at.caption] == ["0 matching texts; 0 shown."]
+    assert any("Drop a filter" in i.value and "broaden the words" in i.value for i in at.info)
+    links = {
+        link.proto.label.replace("\\", ""): parse_qs(link.proto.query_string) for link in at.get("page_link")
+    }
+    assert links == {
+        "Same search, every run (not only wav-demo)": {"query": ["customer"], "cause": ["gave_up"], "limit": ["50"]},
+        "Same search, any primary cause (not only gave_up)": {"query": ["customer"], "run": ["wav-demo"],
+                                                              "limit": ["50"]},
+    }  # fmt: skip
+    with Store(demo, read_only=True) as store:
+        found = search(store, "customer", run="wav-demo", limit=50)
+    assert 0 < found.total < 50
+    params = {k: v[0] for k, v in links["Same search, any primary cause (not only gave_up)"].items()}
+    at = open_page(demo, "views/search.py", **params)
+    plural = "text" if found.total == 1 else "texts"
+    assert at.caption[0].value == f"{found.total} matching {plural}; {found.total} shown." and not at.info
+    assert count_text(1, 1) == "1 matching text; 1 shown."
+    assert count_text(120, 50) == "120 matching texts; 50 shown (raise the limit for more)."

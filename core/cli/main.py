@@ -169,14 +169,15 @@ def demo(
 ) -> None:
     """Build a database of real demo data (../shared/data where it exists, else the set shipped in
     data/demo), then serve it."""
-    from core.ingest.demo import DEMO_DB, build_demo
+    from core.cli.demo import build_diagnosed_demo
+    from core.ingest.demo import DEMO_DB
 
     if source not in (None, "shared", "shipped"):
         raise InputError("--source", f"{source!r} is not one of: shared, shipped")
     db = ui.db_path(ctx) or DEMO_DB
     if rebuild or not db.exists():
         with ui.progress_bar("building demo database") as progress:
-            summary = build_demo(db, on_progress=progress, source=source)
+            summary = build_diagnosed_demo(db, on_progress=progress, source=source)
         for line in summary:
             ui.console.print(line, markup=False, highlight=False)
     else:

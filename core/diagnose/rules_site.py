@@ -91,6 +91,13 @@ def _template_evidence(facts: TaskFacts) -> tuple[Evidence, ...]:
     return (Evidence("template", text),)
 
 
+def _strict_finding(facts: TaskFacts, rule: str, summary: str) -> Finding:
+    """An evaluator-stricter-than-the-task finding on the answer itself: the failing evaluator's sentence,
+    the answer, and the passing tasks of its template."""
+    evidence = (failing_sentence(facts), Evidence("response", facts.answer[:300]), *_template_evidence(facts))
+    return Finding("evaluator_strict", rule, summary, evidence)
+
+
 def offline_evaluators_pass(facts: TaskFacts) -> Finding | None:
     """The offline WebArena evaluators pass the task that the run's own verdict failed."""
     if facts.offline_status != "success" or not facts.offline_disagrees:
@@ -133,11 +140,10 @@ def differs_only_in_format(facts: TaskFacts) -> Finding | None:
     answer = loose(facts.answer)
     if not all(loose(w) in answer for w in wanted):
         return None
-    return Finding(
-        "evaluator_strict", "differs_only_in_format",
+    return _strict_finding(
+        facts, "differs_only_in_format",
         f"The answer {quote(facts.answer, 50)} holds every reference string "
         f"({', '.join(quote(w, 30) for w in wanted[:4])}) once case, spaces and punctuation are set aside.",
-        (failing_sentence(facts), Evidence("response", facts.answer[:300]), *_template_evidence(facts)),
     )  # fmt: skip
 
 
@@ -181,9 +187,8 @@ def verified_reference_matches(facts: TaskFacts) -> Finding | None:
     if not all(any(_value_in(alt, facts.answer) for alt in req) for req in requirements):
         return None
     expected = [str(req[0]) if len(req) == 1 else " or ".join(map(str, req)) for req in requirements]
-    return Finding(
-        "evaluator_strict", "verified_reference_matches",
+    return _strict_finding(
+        facts, "verified_reference_matches",
         f"The answer {quote(facts.answer, 50)} holds every value of the corrected WebArena-Verified "
         f"reference ({', '.join(quote(e, 30) for e in expected[:5])}), but the run was scored with the original one.",
-        (failing_sentence(facts), Evidence("response", facts.answer[:300]), *_template_evidence(facts)),
     )  # fmt: skip

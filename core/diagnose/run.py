@@ -12,7 +12,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 import orjson
-import pyarrow as pa
 
 from core.diagnose.facts import TaskFacts, load_facts
 from core.diagnose.findings import Evidence
@@ -25,7 +24,7 @@ from core.measure.llm.config import LLMConfig
 from core.measure.llm.diagnosis import diagnosis_kind
 from core.paths import PROMPTS_DIR
 from core.progress import ProgressCallback
-from core.store import ShortLivedStore, Store, utcnow
+from core.store import ShortLivedStore, Store, insert_rows, rows_table, utcnow
 
 
 def diagnosis_version(prompts_dir=PROMPTS_DIR) -> str:
@@ -112,16 +111,10 @@ def diagnose_run(
         for f in facts
         for row in _rows_of(f, verdicts)
     ]
+    data = rows_table(rows)  # built before the transaction, which holds the file only for the writes
     with store.transaction() as cur:
         cur.execute("DELETE FROM failure_causes WHERE run = ?", [run])
-        if rows:
-            data = pa.Table.from_pylist(rows)
-            cur.register("_new_causes", data)
-            try:
-                cols = ", ".join(data.column_names)
-                cur.execute(f"INSERT INTO failure_causes ({cols}) SELECT {cols} FROM _new_causes")
-            finally:
-                cur.unregister("_new_causes")
+        insert_rows(cur, "failure_causes", data)
     primaries = [r for r in rows if r["is_primary"]]
     if on_progress:
         on_progress(len(facts), len(facts))

@@ -9,7 +9,7 @@ run names, a scored WebArena-Verified run with its network trace, failures expla
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from core.errors import InputError
@@ -155,28 +155,16 @@ def _demo_metrics(store: Store, root: Path) -> str:
     return f"metrics (offline judge vs {gold}): " + "; ".join(lines)
 
 
-def _diagnose(store: Store, root: Path) -> str:
-    # Suggested causes of every failed task, by the rules alone (the demo builds without any LLM endpoint).
-    from core.diagnose.run import diagnose_run
-
-    parts = []
-    for (run,) in store.query("SELECT name FROM runs ORDER BY name"):
-        result = diagnose_run(store, run)
-        parts.append(f"{run} {result.by_source.get('rule', 0)}/{result.n_tasks}")
-    return "failure causes decided by rules (failed tasks): " + ", ".join(parts)
-
-
 def demo_steps(source: DemoSource) -> list[DemoStep]:
     if source == "shared":
         return [
             _tasks, _agentlab_sample, _wav_navigation, _wav_demo, _webarena_render_babelcloud, _opagent,
             _offline_evaluation,
             _gold(GOLD_SETS[source], Path("human-gold") / "Golden Human Trajectories.xlsx"), _demo_metrics,
-            _diagnose,
         ]  # fmt: skip
     return [
         _tasks, _wav_navigation, _wav_demo, _webarena_render_babelcloud, _opagent, _offline_evaluation,
-        _gold(GOLD_SETS[source], Path("gold") / "demo-gold.csv"), _demo_metrics, _diagnose,
+        _gold(GOLD_SETS[source], Path("gold") / "demo-gold.csv"), _demo_metrics,
     ]  # fmt: skip
 
 
@@ -189,19 +177,24 @@ def data_root(source: DemoSource) -> Path:
 
 
 def build_demo(
-    path: Path = DEMO_DB, on_progress: ProgressCallback | None = None, source: DemoSource | None = None
+    path: Path = DEMO_DB,
+    on_progress: ProgressCallback | None = None,
+    source: DemoSource | None = None,
+    *,
+    finish: Sequence[DemoStep] = (),
 ) -> list[str]:
     """Build into a temporary file and move it into place, so a failed build leaves nothing behind.
 
     `source` defaults to core.paths.demo_source(): the shared data where it exists, else the shipped set.
-    The first summary line says which was used."""
+    The first summary line says which was used. `finish`: steps of the layers above run last, in the same
+    file (`trajreview demo` diagnoses every run: core.cli.demo)."""
     source = source or demo_source()
     root = data_root(source)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".building")
     tmp.unlink(missing_ok=True)
-    steps = demo_steps(source)
+    steps = [*demo_steps(source), *finish]
     what = "the whole runs" if source == "shared" else "the demo set shipped in the repository"
     summary = [f"demo data: {root} ({what})"]
     try:

@@ -10,8 +10,7 @@ from core.queries.triage import NONE
 from dashboard import state
 from dashboard.charts import cause_bars, export_config
 from dashboard.components.downloads import table_downloads
-from dashboard.components.formatting import rate_with_ci
-from dashboard.components.tables import show_table
+from dashboard.components.tables import rate_columns, show_table, with_rate_text
 from dashboard.db import read
 from dashboard.text import escape_md
 
@@ -39,20 +38,16 @@ def render(runs: list[str], image: str) -> None:
         run, name = points[0]["customdata"]
         code = next((c for c, n in zip(table["cause"], table["name"], strict=True) if n == name), None)
         state.go(state.TRIAGE_PAGE, {"run": run, "cause": code or NONE, "verdict": ["failure", "error"]})
-    shown = table.assign(
-        share_text=[rate_with_ci(s, lo, hi, int(n)) for s, lo, hi, n in
-                    table[["share", "ci_low", "ci_high", "failed"]].itertuples(index=False)],
-    )[["run", "name", "tasks", "by_model", "failed", "share_text", "share", "ci_low", "ci_high"]]  # fmt: skip
+    shown = with_rate_text(table, "share_text", "share", "failed")[
+        ["run", "name", "tasks", "by_model", "failed", "share_text", "share", "ci_low", "ci_high"]
+    ]
     show_table(
         shown, hide_index=True,
         column_config={
             "name": st.column_config.TextColumn("suggested cause"),
             "by_model": st.column_config.NumberColumn("(model)", help="of these, suggested by a model"),
             "failed": st.column_config.NumberColumn("failed tasks", help="failed and errored tasks of the run"),
-            "share_text": st.column_config.TextColumn("share of failures [95 % CI]"),
-            "share": st.column_config.NumberColumn("share", format="%.3f"),
-            "ci_low": st.column_config.NumberColumn("CI low", format="%.3f"),
-            "ci_high": st.column_config.NumberColumn("CI high", format="%.3f"),
+            **rate_columns("share_text", "share of failures [95 % CI]", "share", "share"),
         },
     )  # fmt: skip
     table_downloads(st, shown.drop(columns=["share_text"]), "failures-by-cause")

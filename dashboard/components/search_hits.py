@@ -1,7 +1,10 @@
 """The hits of a search: each a link to the task page at its step (or network event), then the matching
-words in their context. Agent text is shown as text: escaped, with only the match marked."""
+words in their context. Agent text is shown as text: escaped, with only the match marked. No hit: what to
+try next, each filter in use as a link to the same search without it."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import streamlit as st
 
@@ -35,12 +38,22 @@ def _where(hit: SearchHit) -> str:
     )
 
 
-def render(result: SearchResult) -> None:
+# The search page's filters (URL parameters), and what the search says once one is dropped.
+FILTERS = {"run": "every run", "site": "every site", "outcome": "any outcome", "cause": "any primary cause"}
+
+
+def count_text(total: int, shown: int) -> str:
+    """'1 matching text; 1 shown.', '120 matching texts; 50 shown (raise the limit for more).'"""
+    more = " (raise the limit for more)." if shown < total else "."
+    return f"{total} matching text{'' if total == 1 else 's'}; {shown} shown{more}"
+
+
+def render(result: SearchResult, params: Mapping[str, str | None]) -> None:
+    """`params`: the search's URL parameters (query, filters, limit), for the links that drop a filter."""
     shown = len(result.hits)
-    st.caption(
-        f"{result.total} matching text(s); {shown} shown"
-        + (" (raise the limit for more)." if shown < result.total else ".")
-    )
+    st.caption(count_text(result.total, shown))
+    if not result.total:
+        _nothing_found(params)
     if result.not_indexed:
         st.warning(
             "Not in the search index (their steps, answers and URLs are not searched): "
@@ -55,3 +68,18 @@ def render(result: SearchResult) -> None:
             st.markdown(
                 f"{escape_md(s.before, None)}:orange-background[{escape_md(s.match, None)}]{escape_md(s.after, None)}"
             )
+
+
+def _nothing_found(params: Mapping[str, str | None]) -> None:
+    used = {key: params[key] for key in FILTERS if params.get(key)}
+    st.info(
+        "Nothing matches. "
+        + ("Drop a filter (below), or broaden" if used else "Broaden")
+        + " the words: fewer of them, a shorter phrase, or words without quotes."
+    )
+    for key, value in used.items():
+        others = {k: v for k, v in params.items() if k != key and v}
+        st.page_link(
+            state.SEARCH_PAGE, label=escape_md(f"Same search, {FILTERS[key]} (not only {value})", 160),
+            query_params=others, icon=":material/filter_alt_off:",
+        )  # fmt: skip

@@ -12,9 +12,8 @@ from dashboard import state
 from dashboard.charts import export_config, rate_bars
 from dashboard.components import cause_breakdown
 from dashboard.components.downloads import table_downloads
-from dashboard.components.formatting import rate_with_ci
 from dashboard.components.run_picker import pick_runs
-from dashboard.components.tables import show_table
+from dashboard.components.tables import rate_columns, show_table, with_rate_text
 from dashboard.db import read
 
 st.title("Breakdowns")
@@ -54,18 +53,13 @@ for dimension, tab in zip(dimensions, state.url_tabs(dimensions, "dim"), strict=
         if points:
             run, value = points[0]["customdata"]
             state.go(state.TRIAGE_PAGE, {"run": run, q.DIMENSIONS[dimension][1]: value})
-        shown = part.assign(
-            success=[rate_with_ci(r, lo, hi, int(n)) for r, lo, hi, n in
-                     part[["success_rate", "ci_low", "ci_high", "scored"]].itertuples(index=False)],
-        )[["run", "value", "success", "scored", "successes", "failures", "errors", "unscored",
-           "success_rate", "ci_low", "ci_high"]].rename(columns={"value": dimension})  # fmt: skip
+        shown = with_rate_text(part, "success", "success_rate", "scored")[
+            ["run", "value", "success", "scored", "successes", "failures", "errors", "unscored",
+             "success_rate", "ci_low", "ci_high"]
+        ].rename(columns={"value": dimension})  # fmt: skip
         show_table(
-            shown, hide_index=True,
-            column_config={
-                "success": st.column_config.TextColumn("success rate [95 % CI]"),
-                "success_rate": st.column_config.NumberColumn("rate", format="%.3f"),
-                "ci_low": st.column_config.NumberColumn("CI low", format="%.3f"),
-                "ci_high": st.column_config.NumberColumn("CI high", format="%.3f"),
-            },
-        )  # fmt: skip
+            shown,
+            hide_index=True,
+            column_config=rate_columns("success", "success rate [95 % CI]", "success_rate", "rate"),
+        )
         table_downloads(st, shown.drop(columns=["success"]), f"success-by-{dimension}")

@@ -8,7 +8,7 @@ import streamlit as st
 from core.queries import runs as q
 from dashboard import state
 from dashboard.charts import success_by_site
-from dashboard.components import failures_by_cause
+from dashboard.components import failures_by_cause, import_hint
 from dashboard.components.formatting import rate_with_ci
 from dashboard.components.tables import show_table
 from dashboard.db import db_path, fingerprint, read
@@ -21,10 +21,7 @@ if runs is not None and not runs.empty:
 if runs is None:
     st.stop()
 if runs.empty:
-    st.info(
-        "No runs imported yet. Import one with `trajreview import wav-run|agentlab|webarena-render|jsonl …`, "
-        "or build the demo database with `make demo`."
-    )
+    import_hint.render()
     st.stop()
 
 st.subheader("Every run")

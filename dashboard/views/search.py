@@ -38,4 +38,5 @@ if result is None:
     st.stop()
 if cause is not None and result.undiagnosed:
     st.caption(f"Not diagnosed, so never matched by a cause: {escape_md(', '.join(result.undiagnosed))}.")
-search_hits.render(result)
+search_hits.render(result, {"query": query, "run": run, "site": site, "outcome": outcome, "cause": cause,
+                            "limit": str(limit)})  # fmt: skip

@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel, ValidationError
 
 from core.measure.llm.kinds import Question, QuestionKind
-from core.store import ShortLivedStore, Store, utcnow
+from core.store import ShortLivedStore, Store, insert_rows, rows_table, utcnow
 
 # Bump when the judge's decisions change: it enters every cache key.
 JUDGE_VERSION = "1"
@@ -68,8 +69,10 @@ class JudgmentCache:
         return found
 
     def put_many(self, answered: Iterable[tuple[Question, BaseModel | None]]) -> int:
+        """Store the parsed answers (None: unresolved, not stored); a key already stored keeps its answer.
+        Returns how many rows were written."""
         now = utcnow()
-        rows = []
+        rows: dict[str, dict] = {}  # one row per key: the same question asked twice in one batch
         for q, reply in answered:
             if reply is None:
                 continue
@@ -77,9 +80,11 @@ class JudgmentCache:
             answer = reply.model_dump(mode="json")
             verdict = answer.get(kind.verdict_field) if kind.verdict_field else None
             rationale = answer.get(kind.rationale_field) if kind.rationale_field else None
-            rows.append(
+            key = self.key(q)
+            rows.setdefault(
+                key,
                 {
-                    "key": self.key(q), "kind": q.kind, "a": q.a, "b": q.b, "context": q.context or None,
+                    "key": key, "kind": q.kind, "a": q.a, "b": q.b, "context": q.context or None,
                     "verdict": verdict if isinstance(verdict, bool) else None,
                     "score": (1.0 if verdict else 0.0) if isinstance(verdict, bool) else None,
                     "source": "llm", "model": self.model, "judge_version": JUDGE_VERSION,
@@ -90,12 +95,11 @@ class JudgmentCache:
             )  # fmt: skip
         if not rows:
             return 0
-        data = pa.Table.from_pylist(rows)
+        data = rows_table(rows.values())  # built before the transaction, which holds the file only to write
         with self.store.transaction() as cur:
-            cur.register("_new_judgments", data)
-            try:
-                cols = ", ".join(data.column_names)
-                cur.execute(f"INSERT OR IGNORE INTO judgments ({cols}) SELECT {cols} FROM _new_judgments")
-            finally:
-                cur.unregister("_new_judgments")
-        return len(rows)
+            stored = cur.execute(
+                "SELECT key FROM judgments WHERE key IN (SELECT unnest(?::VARCHAR[]))", [list(rows)]
+            ).fetchall()
+            if stored:  # answered meanwhile by another process: the first answer stays
+                data = data.filter(pc.invert(pc.is_in(data["key"], pa.array([k for (k,) in stored]))))
+            return insert_rows(cur, "judgments", data)
