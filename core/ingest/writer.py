@@ -15,7 +15,7 @@ import pyarrow as pa
 from core.errors import InputError, Problem
 from core.ingest.records import RunMeta, TrajectoryRecord, mark_answers
 from core.search import index as search_index
-from core.store import Store, insert_rows, rows_table, utcnow
+from core.store import Store, insert_rows, one_thread, rows_table, utcnow
 
 # Tables whose rows belong to one run: replacing a run clears all of them.
 RUN_TABLES = (
@@ -169,7 +169,11 @@ def _write_run(store, meta, trajectories, problems, extra_writes, network_events
     with store.transaction() as cur:
         replace_run(cur, meta, imported_at)
         for table, data in tables.items():
-            insert_rows(cur, table, data)
+            if table == "network_events":
+                with one_thread(cur):
+                    insert_rows(cur, table, data)
+            else:
+                insert_rows(cur, table, data)
         for write in extra_writes:
             write(cur)
         if offline is not None:
