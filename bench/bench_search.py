@@ -120,17 +120,17 @@ def _import_slowdown(label: str, do_import) -> None:
         with Store(base) as store:
             import_tasks(store)
         times: dict[str, list[float]] = {"with index": [], "without": []}
-        real = search_index.index_run
+        real = search_index.index_written
         for i in range(REPEATS):
             for mode in times:
                 db = Path(tmp) / f"{mode.replace(' ', '-')}-{i}.duckdb"
                 shutil.copy(base, db)
-                search_index.index_run = real if mode == "with index" else (lambda *a, **k: None)
+                search_index.index_written = real if mode == "with index" else (lambda *a, **k: None)
                 try:
                     with Store(db) as store:
                         ms, _ = _cpu_timed(do_import, store)
                 finally:
-                    search_index.index_run = real
+                    search_index.index_written = real
                 times[mode].append(ms / 1000)
         on, off = statistics.median(times["with index"]), statistics.median(times["without"])
         print(f"import {label}: with the index write {on:.2f} s, without {off:.2f} s (p50 of {REPEATS}): "

@@ -325,6 +325,22 @@ def insert_rows(
     return data.num_rows
 
 
+@contextmanager
+def one_thread(cur: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB on one thread for the statements inside, then as before: a large insert (a run's network
+    events) peaks lower when one thread builds its row groups instead of one buffer per thread, and
+    takes about as long (docs/limits.md)."""
+    (threads,) = cur.execute("SELECT current_setting('threads')").fetchone()
+    cur.execute("SET threads = 1")
+    try:
+        yield
+    finally:
+        # `threads` is the database's setting, not the transaction's: a fresh cursor restores it even
+        # when the insert failed and aborted the caller's transaction.
+        with cur.cursor() as fresh:
+            fresh.execute(f"SET threads = {int(threads)}")
+
+
 def _valid_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """The row with lone surrogates in its text kept as their escapes (no store can hold them)."""
     return {key: _valid_value(value) for key, value in row.items()}

@@ -274,3 +274,33 @@ def test_an_empty_search_page_offers_the_same_search_without_each_filter(open_pa
     assert at.caption[0].value == f"{found.total} matching {plural}; {found.total} shown." and not at.info
     assert count_text(1, 1) == "1 matching text; 1 shown."
     assert count_text(120, 50) == "120 matching texts; 50 shown (raise the limit for more)."
+
+
+def test_a_wav_import_indexes_its_network_urls_as_a_rebuild_does(tasks_store, shipped_data):
+    """The URLs `import wav-run` indexes from its Arrow table (first seq of each distinct non-static URL
+    of a task) are the documents `search --reindex` builds from the stored network events."""
+    from core.ingest.wav_run import import_wav_run
+
+    wav = shipped_data / "webarena-verified"
+    import_wav_run(tasks_store, wav / "demo-run", "w", config=wav / "config.demo.json", workers=1)
+    host = tasks_store.query(
+        "SELECT split_part(split_part(url, '//', 2), ':', 1) FROM network_events WHERE run = 'w'"
+        " AND NOT is_static_asset LIMIT 1"
+    )[0][0]
+    word = host.split(".")[0]
+
+    def hits():
+        found = search(tasks_store, word, run="w", limit=10_000)
+        return found.total, sorted(
+            (h.task_id, h.event_seq or -1, h.kind, h.snippet.before, h.snippet.match, h.snippet.after)
+            for h in found.hits
+        )
+
+    imported = hits()
+    (distinct,) = tasks_store.query(
+        "SELECT count(DISTINCT (task_id, url)) FROM network_events WHERE run = 'w' AND NOT is_static_asset"
+        " AND url IS NOT NULL"
+    )[0]
+    assert sum(1 for h in imported[1] if h[2] == "network url") == distinct > 0
+    search_index.reindex(tasks_store)
+    assert hits() == imported

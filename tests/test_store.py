@@ -156,3 +156,21 @@ def test_a_failed_insert_shows_its_cause_not_the_cleanup_error(store: Store):
     with pytest.raises(duckdb.ConversionException, match="out of range"), store.transaction() as cur:
         insert_rows(cur, "import_problems", [row])
     assert store.query("SELECT count(*) FROM import_problems") == [(0,)]
+
+
+def test_one_thread_is_one_thread_inside_and_the_setting_as_before_after(store: Store):
+    """The network events' insert runs on one DuckDB thread; the connection gets its own setting back,
+    also when the insert inside fails (a plain `Store` serves the app's later queries)."""
+    from core.store import one_thread
+
+    def threads() -> int:
+        return int(store.query("SELECT current_setting('threads')")[0][0])
+
+    before = threads()
+    with store.transaction() as cur, one_thread(cur):
+        assert int(cur.execute("SELECT current_setting('threads')").fetchone()[0]) == 1
+    assert threads() == before
+    row = {"run": "r", "task_id": 99_999_999_999, "kind": "k", "message": "m", "source_path": "p"}
+    with pytest.raises(duckdb.ConversionException), store.transaction() as cur, one_thread(cur):
+        insert_rows(cur, "import_problems", [row])
+    assert threads() == before

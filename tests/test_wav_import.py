@@ -518,9 +518,8 @@ def test_odd_files_get_the_status_evaluate_task_gives(
 
 def test_a_small_import_opens_the_file_once_before_its_transaction(tasks_db: Path, wav: Path, tmp_path: Path):
     """Reading the dataset kinds and the task ids is one open of the file, not two (a `ShortLivedStore`
-    leaves a quarter-second turn between two operations in a row), then the one write transaction, then
-    the search index's short read-back of what it cannot take from memory (the run's generation, its
-    sites and network URLs; docs/search.md)."""
+    leaves a quarter-second turn between two operations in a row), then the one write transaction: the
+    search index is built from what the import wrote, and the failures it lists are its own scores."""
     from core.store import ShortLivedStore
 
     path = tmp_path / "short.duckdb"
@@ -528,4 +527,45 @@ def test_a_small_import_opens_the_file_once_before_its_transaction(tasks_db: Pat
     store = ShortLivedStore(path)
     summary = import_wav_run(store, wav / "demo-run", "short", config=wav / "config.demo.json", workers=1)
     assert summary.n_scored == summary.n_tasks > 0
-    assert len(store.holds) == 3
+    assert len(store.holds) == 2
+
+
+def test_the_failures_listed_after_an_import_are_the_stored_ones(
+    tasks_store: Store, wav: Path, tmp_path: Path
+):
+    """`import wav-run` lists its failed tasks from the scores it wrote, not from a read after the commit:
+    the list is the one `failed_tasks` reads from the database (same rows, same order), on a run that mixes
+    failures and errors over many task ids."""
+    from core.ingest.writer import FAILURE_FIELDS
+    from core.queries.overview import failed_tasks
+
+    cases = list(_odd_files(wav).values())
+    ids = [t for (t,) in tasks_store.query("SELECT task_id FROM tasks ORDER BY task_id DESC LIMIT 16")]
+    for n, task_id in enumerate([*ids, *TASKS]):
+        task_dir = tmp_path / "mixed" / str(task_id)
+        task_dir.mkdir(parents=True)
+        har, response = cases[n % len(cases)]
+        (task_dir / "network.har").write_bytes(har)
+        (task_dir / "agent_response.json").write_bytes(response)
+    summary = import_wav_run(
+        tasks_store, tmp_path / "mixed", "mixed", config=wav / "config.demo.json", workers=1
+    )
+    stored = [
+        {k: v for k, v in row.items() if k in FAILURE_FIELDS} for row in failed_tasks(tasks_store, "mixed")
+    ]
+    assert len({f["status"] for f in stored}) >= 2 and len(stored) >= 10
+    assert summary.failures == stored
+
+
+def test_the_cli_lists_the_same_failures_as_a_read_of_the_database(tasks_db: Path, wav: Path, tmp_path: Path):
+    """The command's listing (from the import's own rows) prints what `print_failures` prints from a read."""
+    db = tmp_path / "cli.duckdb"
+    shutil.copy(tasks_db, db)
+    out = _cli(str(wav / "demo-run"), "--run", "cli", "--config", str(wav / "config.demo.json"), db=db)
+    assert out.returncode == 0, out.stderr
+    code = (
+        "import sys; from core.cli import ui; from core.store import ShortLivedStore;"
+        f"ui.print_failures(ShortLivedStore({str(db)!r}), 'cli')"
+    )
+    read = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert read.stdout.startswith("why tasks failed") and read.stdout in out.stdout

@@ -41,7 +41,7 @@ def import_wav_run_cmd(
                 score=not no_score, workers=workers, on_progress=progress,
             )  # fmt: skip
         _print_summary(summary)
-        ui.print_failures(store, summary.run)
+        ui.print_failures(store, summary.run, failures=summary.failures)
 
 
 def _print_summary(summary) -> None:

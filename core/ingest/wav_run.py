@@ -26,7 +26,7 @@ from core.files.submission import run_directory
 from core.ingest.records import Paradigm, RunMeta
 from core.ingest.tasks import known_task_ids
 from core.ingest.wav_tasks import TaskRead, read_and_score_chunk
-from core.ingest.writer import import_run
+from core.ingest.writer import FAILURE_FIELDS, import_run, sort_failures
 from core.progress import ProgressCallback
 from core.scoring.agent_response import agent_response_row
 from core.scoring.engine import (
@@ -48,6 +48,8 @@ class WavImportSummary(BaseModel):
     n_scored: int
     statuses: dict[str, int] = Field(default_factory=dict)
     problems: list[Problem] = Field(default_factory=list)
+    # The failed or errored tasks as `core.queries.overview.failed_tasks` lists them (bar `site_key`).
+    failures: list[dict] = Field(default_factory=list)
 
 
 # Tasks per worker job: small enough for a smooth progress bar, large enough to amortise pickling.
@@ -163,17 +165,16 @@ def import_wav_run(
         paradigm=paradigm, config=None if config_json is None else _redact_config(config_json),
         n_tasks=len(tasks),
     )  # fmt: skip
-    writes = [
-        lambda cur: insert_rows(cur, "network_events", event_table),
-        lambda cur: insert_rows(cur, "agent_responses", response_rows),
-    ]
+    writes = [lambda cur: insert_rows(cur, "agent_responses", response_rows)]
     if scores:
         writes.append(lambda cur: write_scores(cur, run, scores))
-    import_run(store, meta, problems=problems, extra_writes=writes)
+    import_run(store, meta, problems=problems, extra_writes=writes, network_events=event_table)
     statuses: dict[str, int] = {}
     for s in scores:
         statuses[s.status] = statuses.get(s.status, 0) + 1
+    # The run's evaluations are exactly these scores: the failure listing needs no read after the commit.
+    failures = [s.model_dump(include=FAILURE_FIELDS) for s in scores if s.status != "success"]
     return WavImportSummary(
         run=run, n_tasks=len(tasks), n_events=event_table.num_rows, n_scored=len(scores),
-        statuses=statuses, problems=problems,
+        statuses=statuses, problems=problems, failures=sort_failures(failures),
     )  # fmt: skip

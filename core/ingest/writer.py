@@ -5,6 +5,7 @@ The records it writes are the run model of `core.ingest.records`."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -14,7 +15,7 @@ import pyarrow as pa
 from core.errors import InputError, Problem
 from core.ingest.records import RunMeta, TrajectoryRecord, mark_answers
 from core.search import index as search_index
-from core.store import Store, insert_rows, rows_table, utcnow
+from core.store import Store, insert_rows, one_thread, rows_table, utcnow
 
 # Tables whose rows belong to one run: replacing a run clears all of them.
 RUN_TABLES = (
@@ -23,8 +24,9 @@ RUN_TABLES = (
 )  # fmt: skip
 
 
-def replace_run(cur: duckdb.DuckDBPyConnection, meta: RunMeta) -> None:
-    """Inside the caller's transaction: drop every row of the run, then record it anew."""
+def replace_run(cur: duckdb.DuckDBPyConnection, meta: RunMeta, imported_at: datetime | None = None) -> None:
+    """Inside the caller's transaction: drop every row of the run, then record it anew, stamped
+    `imported_at` (now, unless the caller decided it before the transaction)."""
     for table in RUN_TABLES:
         cur.execute(f"DELETE FROM {table} WHERE run = ?", [meta.name])
     cur.execute("DELETE FROM runs WHERE name = ?", [meta.name])
@@ -33,7 +35,7 @@ def replace_run(cur: duckdb.DuckDBPyConnection, meta: RunMeta) -> None:
         " n_tasks, notes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             meta.name, meta.agent, meta.model, meta.paradigm, meta.source_format, meta.source_path,
-            utcnow(), None if meta.config is None else orjson.dumps(meta.config).decode(), meta.n_tasks,
+            imported_at or utcnow(), None if meta.config is None else orjson.dumps(meta.config).decode(), meta.n_tasks,
             meta.notes,
         ],
     )  # fmt: skip
@@ -104,22 +106,38 @@ def source_verdict_rows(
     ]  # fmt: skip
 
 
+# The columns of a failed task the CLI lists after an import (core.cli.ui.print_failures).
+FAILURE_FIELDS = frozenset({"task_id", "status", "explanation", "error", "cannot_pass"})
+
+
+def sort_failures(failures: list[dict]) -> list[dict]:
+    """Failed tasks in the order `core.queries.overview.failed_tasks` lists them (`ORDER BY cannot_pass,
+    status DESC, task_id`), for an importer that lists them from the rows it wrote, not read back."""
+    by_task = sorted(failures, key=lambda f: f["task_id"])
+    by_status = sorted(by_task, key=lambda f: f["status"], reverse=True)  # stable: task order kept
+    return sorted(by_status, key=lambda f: f["cannot_pass"])
+
+
 def import_run(
     store: Store,
     meta: RunMeta,
     trajectories: Sequence[TrajectoryRecord] = (),
     problems: Sequence[Problem] = (),
     extra_writes: Iterable = (),
+    network_events: pa.Table | None = None,
 ) -> None:
-    """Write a whole run atomically: replace it, then its trajectories, problems and any extra writes.
+    """Write a whole run atomically: replace it, then its trajectories, problems, network events (an
+    Arrow table of `network_events` rows) and any extra writes; then index it for search.
 
-    `extra_writes` are callables `f(cur)` for format-specific tables (e.g. network events). Runs without
-    network traces are evaluated offline with WebArena's evaluators (core.scoring.offline; well under a
-    second for 812 tasks) before the transaction, and their rows land in it. The transaction only writes:
-    rows are Arrow tables built beforehand, so a `ShortLivedStore` holds the file for the writing alone.
+    `extra_writes` are callables `f(cur)` for other format-specific tables. Runs without network traces
+    are evaluated offline with WebArena's evaluators (core.scoring.offline; well under a second for 812
+    tasks) before the transaction, and their rows land in it. The transaction only writes: rows are Arrow
+    tables built beforehand, so a `ShortLivedStore` holds the file for the writing alone. The search index
+    is built after the commit from what was written (core.search.index.index_written): it never reopens
+    the file.
     """
     try:
-        written = _write_run(store, meta, trajectories, problems, extra_writes)
+        gen, rows = _write_run(store, meta, trajectories, problems, extra_writes, network_events)
     except (duckdb.ConversionException, duckdb.OutOfRangeException, duckdb.InvalidInputException) as exc:
         # A value the database cannot hold that no importer check caught: the transaction is rolled
         # back (nothing half-written) and the user gets the cause in one line, not a traceback.
@@ -127,10 +145,10 @@ def import_run(
         raise InputError(
             meta.source_path or meta.name, f"a value the database cannot hold ({reason})"
         ) from None
-    search_index.index_run(store, meta.name, written)  # after the commit (core.search.index)
+    search_index.index_written(store.path, meta.name, gen, rows)  # after the commit (core.search.index)
 
 
-def _write_run(store, meta, trajectories, problems, extra_writes) -> dict[str, pa.Table]:
+def _write_run(store, meta, trajectories, problems, extra_writes, network_events):
     from core.scoring.offline.run import NO_TRACE_FORMATS, evaluate_trajectories, write_evaluated
 
     # Everything that can be computed is computed with the file closed: the transaction only writes.
@@ -138,16 +156,29 @@ def _write_run(store, meta, trajectories, problems, extra_writes) -> dict[str, p
         **trajectory_tables(meta.name, trajectories),
         "import_problems": problem_table(meta.name, problems),
     }
+    if network_events is not None:
+        tables["network_events"] = network_events
+    # What the search index takes from this import, so it need not read the run back after the commit:
+    # the generation (the run's `imported_at`, decided now), the texts and the network URLs.
+    imported_at = utcnow()
+    rows = search_index.written_rows(tables, network_events)
     offline = None
     if meta.source_format in NO_TRACE_FORMATS and trajectories:
         answers = mark_answers(trajectories)
         offline = evaluate_trajectories(store, [t for t in trajectories if (t.task_id, t.episode) in answers])
     with store.transaction() as cur:
-        replace_run(cur, meta)
+        replace_run(cur, meta, imported_at)
         for table, data in tables.items():
-            insert_rows(cur, table, data)
+            if table == "network_events":
+                with one_thread(cur):
+                    insert_rows(cur, table, data)
+            else:
+                insert_rows(cur, table, data)
         for write in extra_writes:
             write(cur)
         if offline is not None:
             write_evaluated(cur, meta.name, offline)
-    return tables
+        # The tasks' sites, read here in one short query rather than in a read before the transaction:
+        # every importer ends in this transaction, but not every one reads the file before it.
+        rows["sites"] = dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall())
+    return search_index.generation(meta.name, imported_at), rows
