@@ -54,17 +54,18 @@ FIELD_LIMIT = 1 << 20
 TRUNCATED_MARKER = "…[truncated by trajreview: {n} characters in the file]"
 
 _NAME_VALUE = pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))
-_COOKIES = pa.list_(pa.struct([("value", pa.string())]))
-# The fields of an entry we read, typed as the rules read them. `postData` is only tested for presence:
-# its body goes to the engine's own parser (`redaction.post_data_json`) from the original entry.
+# The fields of an entry read column by column, typed as the rules read them. `postData` is only tested for
+# presence: its body goes to the engine's own parser (`redaction.post_data_json`) from the original entry.
+# Cookies and response headers are not converted: only their secret values are read (`_collect_secrets`,
+# one pass in Python, cheaper than converting the response's dozen headers per entry).
 ENTRY_TYPE = pa.struct(
     [
         ("startedDateTime", pa.string()),
         ("time", pa.float64()),
         ("request", pa.struct([("method", pa.string()), ("url", pa.string()), ("headers", _NAME_VALUE),
-                               ("cookies", _COOKIES), ("postData", pa.struct([]))])),
-        ("response", pa.struct([("status", pa.int64()), ("redirectURL", pa.string()), ("headers", _NAME_VALUE),
-                                ("cookies", _COOKIES), ("bodySize", pa.float64()),
+                               ("postData", pa.struct([]))])),
+        ("response", pa.struct([("status", pa.int64()), ("redirectURL", pa.string()),
+                                ("bodySize", pa.float64()),
                                 ("content", pa.struct([("size", pa.float64()), ("mimeType", pa.string())]))])),
     ]
 )  # fmt: skip
@@ -120,7 +121,7 @@ class EventsBuilder:
         headers = pc.struct_field(request, "headers")
         headers = headers.combine_chunks() if isinstance(headers, pa.ChunkedArray) else headers
 
-        self._collect_secrets(request, response)
+        self._collect_secrets(entries)
         groups = _HeaderGroups(headers, self)
         url_col, path, query, static = self._urls(url)
         static = pc.fill_null(static, False)
@@ -208,16 +209,33 @@ class EventsBuilder:
         )
         return pc.replace_with_mask(values, long, cut)
 
-    def _collect_secrets(self, request, response) -> None:
-        """Cookie values and Set-Cookie values of the batch (the header rules add theirs in _HeaderGroups)."""
-        for part in (request, response):
-            values = pc.struct_field(pc.list_flatten(pc.struct_field(part, "cookies")), "value")
-            for value in pc.unique(values.drop_null()).to_pylist():
-                self.secrets.add(value)
-        flat = pc.list_flatten(pc.struct_field(response, "headers"))
-        names = pc.struct_field(flat, "name")
-        set_cookie = pc.fill_null(pc.equal(pc.utf8_lower(names), "set-cookie"), False)
-        for value in pc.unique(pc.struct_field(flat, "value").filter(set_cookie).drop_null()).to_pylist():
+    def _collect_secrets(self, entries: list) -> None:
+        """Cookie values and Set-Cookie values of the batch (the header rules add theirs in _HeaderGroups):
+        request cookies, response cookies, then Set-Cookie headers, each in order of first appearance.
+        Fields of the wrong type are skipped, and a Set-Cookie value that is not text is read as `str`
+        (the rules of `core.files.entry_shape`)."""
+        request_cookies: dict[str, None] = {}
+        response_cookies: dict[str, None] = {}
+        set_cookies: dict[str, None] = {}
+        for entry in entries:
+            if type(entry) is not dict:
+                continue
+            request, response = entry.get("request"), entry.get("response")
+            if type(request) is dict and (cookies := request.get("cookies")):
+                _cookie_values(cookies, request_cookies)
+            if type(response) is not dict:
+                continue
+            if cookies := response.get("cookies"):
+                _cookie_values(cookies, response_cookies)
+            headers = response.get("headers")
+            if type(headers) is not list:
+                continue
+            for header in headers:
+                if _is_set_cookie(header) and (value := header.get("value")) is not None:
+                    set_cookies[value if type(value) is str else str(value)] = None
+        for value in (*request_cookies, *response_cookies):
+            self.secrets.add(value)
+        for value in set_cookies:
             for line in value.splitlines():
                 self.secrets.add(line.split(";", 1)[0].partition("=")[2].strip())
 
@@ -360,6 +378,17 @@ def _navigation_headers(headers: dict[str, str]) -> bool:
             and "text/html" in headers.get("accept", "")
         )
     return headers.get("accept", "").startswith("text/html")
+
+
+def _is_set_cookie(header: Any) -> bool:
+    return type(header) is dict and type(name := header.get("name")) is str and name.lower() == "set-cookie"
+
+
+def _cookie_values(cookies: Any, into: dict[str, None]) -> None:
+    if type(cookies) is list:
+        for cookie in cookies:
+            if type(cookie) is dict and type(value := cookie.get("value")) is str:
+                into[value] = None
 
 
 def url_path(url: str) -> str:
