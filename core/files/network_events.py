@@ -230,9 +230,11 @@ class EventsBuilder:
             headers = response.get("headers")
             if type(headers) is not list:
                 continue
-            for header in headers:
-                if _is_set_cookie(header) and (value := header.get("value")) is not None:
-                    set_cookies[value if type(value) is str else str(value)] = None
+            for header in headers:  # inline: 4,000 headers on the bench HAR, 0.2 us each
+                if type(header) is dict and type(name := header.get("name")) is str and len(name) == 10:
+                    value = header.get("value")
+                    if value is not None and name.lower() == "set-cookie":
+                        set_cookies[value if type(value) is str else str(value)] = None
         for value in (*request_cookies, *response_cookies):
             self.secrets.add(value)
         for value in set_cookies:
@@ -378,10 +380,6 @@ def _navigation_headers(headers: dict[str, str]) -> bool:
             and "text/html" in headers.get("accept", "")
         )
     return headers.get("accept", "").startswith("text/html")
-
-
-def _is_set_cookie(header: Any) -> bool:
-    return type(header) is dict and type(name := header.get("name")) is str and name.lower() == "set-cookie"
 
 
 def _cookie_values(cookies: Any, into: dict[str, None]) -> None:
