@@ -75,6 +75,7 @@ ENTRY_TYPE = pa.struct(
 _PLAIN_URL = re.compile(
     r"[Hh][Tt][Tt][Pp][Ss]?://[^/?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*(?P<path>(?:/[^?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*)?)\Z"
 )
+_MAX_NAMES_REMEMBERED = 4096  # distinct header names whose SECRET_HEADER verdict a trace keeps
 _UTC = datetime.fromisoformat("2000-01-01T00:00:00+00:00").tzinfo
 _UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -96,6 +97,7 @@ class EventsBuilder:
         self.run = run
         self.task_id = task_id
         self.secrets = Secrets()
+        self.secret_names: dict[str, bool] = {}  # header name (lower case) -> matches SECRET_HEADER
         self.malformed: dict[str, int] = {}
         self.truncated: dict[str, int] = {}  # kind of value -> how many were cut to FIELD_LIMIT
         self.batches: list[pa.RecordBatch] = []
@@ -197,6 +199,8 @@ class EventsBuilder:
 
     def _cut(self, values: pa.Array, what: str) -> pa.Array:
         """Values longer than FIELD_LIMIT cut to it, with a marker saying how long they were."""
+        if values.nbytes <= FIELD_LIMIT:  # no value can be longer than all of them together
+            return values
         lengths = pc.utf8_length(values)
         long = pc.fill_null(pc.greater(lengths, FIELD_LIMIT), False)
         count = pc.sum(long).as_py() or 0
@@ -244,14 +248,33 @@ class EventsBuilder:
     # -- columns ------------------------------------------------------------------------------------------
     def _urls(self, url: pa.Array, *, paths: bool = True) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
         """(redacted URL, path, query JSON, static asset?), by the rules of `_url_columns`, computed once per
-        distinct URL of the batch (urlparse is the engine's own rule: no expression stands in for it)."""
+        distinct URL of the batch (urlparse is the engine's own rule: no expression stands in for it).
+
+        Two tests over all the distinct URLs joined together tell when no URL can hold a token shape and
+        when no secret value occurs in any: then a plain URL (`_PLAIN_URL`) is stored as it is, with the
+        path the expression gives, and costs one match."""
         encoded = pc.dictionary_encode(url)
-        rows = [self._url_columns(v, paths) for v in encoded.dictionary.to_pylist()]
+        values = encoded.dictionary.to_pylist()
         types = (pa.string(), pa.string(), pa.string(), pa.bool_())
-        if not rows:  # no URL at all
+        if not values:  # no URL at all
             return tuple(pa.nulls(len(url), kind) for kind in types)  # type: ignore[return-value]
+        joined = "\n".join(values)
+        if redaction.may_hold_token(joined) or self.secrets.occur_in(joined):
+            rows = [self._url_columns(v, paths) for v in values]
+        else:
+            rows = [self._bare_url_columns(v, paths) for v in values]
         columns = [pa.array(list(c), kind) for c, kind in zip(zip(*rows, strict=True), types, strict=True)]
         return tuple(column.take(encoded.indices) for column in columns)  # type: ignore[return-value]
+
+    def _bare_url_columns(self, url: str, paths: bool) -> tuple[str | None, str | None, str | None, bool]:
+        """`_url_columns` of a URL known to hold no token shape and no secret value."""
+        plain = _PLAIN_URL.match(url)
+        if plain is None:
+            return self._url_columns(url, paths)
+        if not paths:
+            return url, None, None, False
+        path = plain.group("path")
+        return url, path, None, path.endswith(STATIC_ASSET_SUFFIXES)
 
     def _url_columns(self, url: str, paths: bool) -> tuple[str | None, str | None, str | None, bool]:
         """One URL: redacted for storage, its path, its query as JSON, whether the engine ignores it."""
@@ -297,39 +320,46 @@ class EventsBuilder:
 class _HeaderGroups:
     """The request headers of a batch, by distinct header list: shown object, navigation, referer, secrets.
 
-    Each header list is keyed by a self-delimiting encoding of its (name, value) pairs, so two lists share a
-    key only when they are equal; the rules of `_shown` run once per key.
+    Each header list is keyed by the bytes of its (name, value) pair codes (the pair's name and value
+    numbered by dictionary encoding), so two lists share a key only when they hold the same pairs in the
+    same order; the rules of `_shown` run once per key. (A pair missing its name or value is skipped by
+    `_shown`, so lists that differ only in those may take separate keys with the same result.)
     """
 
     def __init__(self, headers: pa.ListArray, builder: EventsBuilder):
         values = headers.values
         names, texts = pc.struct_field(values, "name"), pc.struct_field(values, "value")
-        valid = pc.and_(pc.is_valid(names), pc.is_valid(texts))
         texts = builder._cut(texts, "header values")
-        token = pc.binary_join_element_wise(
-            pc.cast(pc.utf8_length(names), pa.string()),
-            names,
-            pc.cast(pc.utf8_length(texts), pa.string()),
-            texts,
-            ":",
+        name_codes = pc.dictionary_encode(names)
+        text_codes = pc.dictionary_encode(texts)
+        # One int64 per pair; -1 for a pair missing its name or value (nulls have no dictionary code).
+        codes = pc.add(
+            pc.multiply(pc.cast(name_codes.indices, pa.int64()), len(text_codes.dictionary) + 1),
+            pc.cast(text_codes.indices, pa.int64()),
         )
-        token = pc.if_else(valid, token, "")
-        # List offsets index `headers.values`, which `token` follows one to one.
-        keys = pc.binary_join(pa.ListArray.from_arrays(headers.offsets, token), "")
-        present = pc.is_valid(headers)
-        keys = pc.if_else(present, keys, "")
-        encoded = pc.dictionary_encode(keys)
-        self.indices = encoded.indices
-        _, first = np.unique(self.indices.to_numpy(zero_copy_only=False), return_index=True)
+        raw = pc.fill_null(codes, -1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False).tobytes()
         start = headers.offsets.to_numpy()
-        present = present.to_numpy(zero_copy_only=False)
+        present = pc.is_valid(headers).to_numpy(zero_copy_only=False)
+        bounds = (start * 8).tolist()
+        group_of: dict[bytes, int] = {}
+        first: list[int] = []
+        indices = []
+        for i, ok in enumerate(present.tolist()):
+            key = raw[bounds[i] : bounds[i + 1]] if ok else b""
+            group = group_of.get(key)
+            if group is None:
+                group = group_of[key] = len(first)
+                first.append(i)
+            indices.append(group)
+        self.indices = pa.array(indices, pa.int32())
         listed = [
             (names[start[i] : start[i + 1]].to_pylist(), texts[start[i] : start[i + 1]].to_pylist())
             if present[i]
             else ([], [])
-            for i in first.tolist()
+            for i in first
         ]
-        shown = [_shown(n, v, builder.secrets) for n, v in listed]  # adds the secret headers' values
+        # `_shown` adds the secret headers' values; a name's verdict is kept for the trace's later lists.
+        shown = [_shown(n, v, builder.secrets, builder.secret_names) for n, v in listed]
         scrub = builder.secrets.scrub_all
         self._shown = pa.array([scrub(dumps(s)) for s, _ in shown], pa.string())
         self._referer = pa.array([scrub(s.get("referer")) for s, _ in shown], pa.string())
@@ -345,9 +375,12 @@ class _HeaderGroups:
         return self._navigation.take(self.indices)
 
 
-def _shown(names: list, values: list, secrets: Secrets) -> tuple[dict[str, str], bool]:
+def _shown(
+    names: list, values: list, secrets: Secrets, secret_names: dict[str, bool]
+) -> tuple[dict[str, str], bool]:
     """One header list as stored (lower-cased names, secret values replaced, repeated names joined with
-    ', ', URLs redacted) and whether it passes the official navigation predicate (given a GET)."""
+    ', ', URLs redacted) and whether it passes the official navigation predicate (given a GET).
+    `secret_names` remembers `SECRET_HEADER`'s verdict per lower-cased name (a search with backtracking)."""
     lowered: dict[str, str] = {}
     shown: dict[str, str] = {}
     for name, value in zip(names, values, strict=True):
@@ -356,7 +389,12 @@ def _shown(names: list, values: list, secrets: Secrets) -> tuple[dict[str, str],
         key = name.lower()
         if key in _PREDICATE_HEADERS:
             lowered[key] = value.lower()
-        if redaction.SECRET_HEADER.search(key) or redaction.SECRET_VALUE.match(value):
+        secret = secret_names.get(key)
+        if secret is None:
+            secret = redaction.SECRET_HEADER.search(key) is not None
+            if len(secret_names) < _MAX_NAMES_REMEMBERED:
+                secret_names[key] = secret
+        if secret or redaction.SECRET_VALUE.match(value):
             if key == "cookie":
                 for v in redaction.cookie_values(value):
                     secrets.add(v)
