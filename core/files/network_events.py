@@ -75,6 +75,10 @@ ENTRY_TYPE = pa.struct(
 _PLAIN_URL = re.compile(
     r"[Hh][Tt][Tt][Pp][Ss]?://[^/?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*(?P<path>(?:/[^?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*)?)\Z"
 )
+# `_PLAIN_URL` for Arrow's RE2, run once per batch over the distinct URLs: the same language, its classes
+# written as the printable ASCII they allow (tests/test_har.py compares the two on every character).
+_URL_CHAR = r'!"$-.0-:<=>A-Z^-~'  # 0x21-0x7e without / ? # ; @ [ \ ]
+PLAIN_URL_RE2 = rf"^[Hh][Tt][Tt][Pp][Ss]?://[{_URL_CHAR}]*(?P<path>(?:/[/{_URL_CHAR}]*)?)$"
 _MAX_NAMES_REMEMBERED = 4096  # distinct header names whose SECRET_HEADER verdict a trace keeps
 _UTC = datetime.fromisoformat("2000-01-01T00:00:00+00:00").tzinfo
 _UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -261,20 +265,18 @@ class EventsBuilder:
         joined = "\n".join(values)
         if redaction.may_hold_token(joined) or self.secrets.occur_in(joined):
             rows = [self._url_columns(v, paths) for v in values]
-        else:
-            rows = [self._bare_url_columns(v, paths) for v in values]
+        else:  # a plain URL is stored as it is; the others by the whole rule
+            plain = pc.struct_field(pc.extract_regex(encoded.dictionary, PLAIN_URL_RE2), "path").to_pylist()
+            rows = [
+                self._url_columns(v, paths)
+                if p is None
+                else (v, p, None, p.endswith(STATIC_ASSET_SUFFIXES))
+                if paths
+                else (v, None, None, False)
+                for v, p in zip(values, plain, strict=True)
+            ]
         columns = [pa.array(list(c), kind) for c, kind in zip(zip(*rows, strict=True), types, strict=True)]
         return tuple(column.take(encoded.indices) for column in columns)  # type: ignore[return-value]
-
-    def _bare_url_columns(self, url: str, paths: bool) -> tuple[str | None, str | None, str | None, bool]:
-        """`_url_columns` of a URL known to hold no token shape and no secret value."""
-        plain = _PLAIN_URL.match(url)
-        if plain is None:
-            return self._url_columns(url, paths)
-        if not paths:
-            return url, None, None, False
-        path = plain.group("path")
-        return url, path, None, path.endswith(STATIC_ASSET_SUFFIXES)
 
     def _url_columns(self, url: str, paths: bool) -> tuple[str | None, str | None, str | None, bool]:
         """One URL: redacted for storage, its path, its query as JSON, whether the engine ignores it."""
