@@ -42,6 +42,8 @@ ENGINE_LOGGER = "WebArena-Verified"
 CANNOT_PASS: frozenset[int] = frozenset({319, 699, 700, 811})
 
 Status = Literal["success", "failure", "error"]
+# The one official evaluator that reads a task's network trace.
+NETWORK_EVALUATOR = "NetworkEventEvaluator"
 
 # Inputs per pool job: small enough for a smooth progress bar, large enough to amortise pickling.
 _CHUNK = 16
@@ -170,6 +172,11 @@ class _Engine:
         from webarena_verified.types.eval import TaskEvalContext
 
         entries = item.har_entries or _read_entries(item.har_path)
+        seqs = item.event_seqs
+        if entries and not self.reads_trace(item.task_id):
+            # The engine will not look at the trace (it only needs one given): one event stands for
+            # it, so the task pays for no NetworkEvent beyond the first.
+            entries, seqs = entries[:1], (seqs[:1] if seqs is not None else None)
         trace = _network_trace(entries) if entries is not None else None
         result = self.wa.evaluate_task(
             task_id=item.task_id,
@@ -194,7 +201,21 @@ class _Engine:
                 )
             except Exception:  # the engine already reported the problem as an error result
                 context = None
-        return _task_score(item.task_id, official, context, trace, item.event_seqs)
+        return _task_score(item.task_id, official, context, trace, seqs)
+
+    def reads_trace(self, task_id: int) -> bool:
+        """Whether the engine reads the task's network trace: an evaluator of the task does (only
+        `NetworkEventEvaluator`), or the config lacks a URL for one of the task's sites (the engine then
+        takes the sites' URLs from the trace's evaluation events, `_validate_config_for_eval`).
+        True for a task the engine does not know (it reports that itself)."""
+        try:
+            task = self.wa.get_task(task_id)
+        except Exception:
+            return True
+        environments = self.wa.config.environments
+        if not environments or not all(site in environments and environments[site].urls for site in task.sites):
+            return True
+        return any(cfg.evaluator == NETWORK_EVALUATOR for cfg in task.eval)
 
 
 def _read_entries(path: Path | None) -> list[dict] | None:
@@ -356,14 +377,14 @@ def _redact_network_reports(official: dict) -> dict:
     redacted: the stored result must not carry a HAR's secrets. Verdicts are untouched."""
     official = {k: redact_report(v) if k == "error_msg" else v for k, v in official.items()}
     results = official.get("evaluators_results") or []
-    if not any(r.get("evaluator_name") == "NetworkEventEvaluator" for r in results):
+    if not any(r.get("evaluator_name") == NETWORK_EVALUATOR for r in results):
         return official
     redacted = [
         {
             **r,
             **{k: redact_report(r.get(k)) for k in ("actual", "actual_normalized", "error_msg") if k in r},
         }
-        if r.get("evaluator_name") == "NetworkEventEvaluator"
+        if r.get("evaluator_name") == NETWORK_EVALUATOR
         else r
         for r in results
     ]
@@ -386,7 +407,7 @@ def _evaluator_row(idx: int, er: dict, cfg, context, seq_of: dict[int, int], bri
         error=er.get("error_msg"),
     )
     try:
-        if er["evaluator_name"] == "NetworkEventEvaluator" and cfg is not None and context is not None:
+        if er["evaluator_name"] == NETWORK_EVALUATOR and cfg is not None and context is not None:
             _locate_network_events(row, er, cfg, context, seq_of, briefs)
         elif status != "success":
             row.explanation = explanations.explain_evaluator(_with_alternatives(er, cfg, context))
