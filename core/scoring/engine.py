@@ -11,7 +11,6 @@ a status: the evaluator's own filter/normalise steps (pinned engine version, see
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import Callable, Iterable, Sequence, Sized
 from functools import cached_property, lru_cache, partial
@@ -23,7 +22,7 @@ import orjson
 from pydantic import BaseModel, Field, ValidationError
 
 from core.errors import InputError, NotFound
-from core.files.har import TRACE_FILES
+from core.files.har import TRACE_FILES, gc_paused
 from core.files.parallel import SCORING_MODULES, WorkerPool, arrow_without_pandas
 from core.files.redaction import redact_report
 from core.files.submission import run_directory
@@ -213,7 +212,9 @@ class _Engine:
         except Exception:
             return True
         environments = self.wa.config.environments
-        if not environments or not all(site in environments and environments[site].urls for site in task.sites):
+        if not environments or not all(
+            site in environments and environments[site].urls for site in task.sites
+        ):
             return True
         return any(cfg.evaluator == NETWORK_EVALUATOR for cfg in task.eval)
 
@@ -272,12 +273,10 @@ def _engine_for(config_json: str) -> _Engine:
 def score_chunk(config_json: str, chunk: list[ScoringInput]) -> list[TaskScore]:
     """Score a chunk with this process's engine (built once per process and config)."""
     engine = _engine_for(config_json)
-    # Parsed traces are large acyclic trees: cyclic GC passes over them are pure cost.
-    gc.disable()
-    try:
+    # Parsed traces are large acyclic trees: cyclic GC passes over them are pure cost. (A caller that
+    # paused the GC itself keeps it paused: see core.ingest.wav_tasks.)
+    with gc_paused():
         return [engine.score(item) for item in chunk]
-    finally:
-        gc.enable()
 
 
 def score_inputs(
