@@ -54,18 +54,30 @@ FIELD_LIMIT = 1 << 20
 TRUNCATED_MARKER = "…[truncated by trajreview: {n} characters in the file]"
 
 _NAME_VALUE = pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))
+_COOKIES = pa.list_(pa.struct([("value", pa.string())]))
 # The fields of an entry read column by column, typed as the rules read them. `postData` is only tested for
 # presence: its body goes to the engine's own parser (`redaction.post_data_json`) from the original entry.
-# Cookies and response headers are not converted: only their secret values are read (`_collect_secrets`,
-# one pass in Python, cheaper than converting the response's dozen headers per entry).
+# Cookies are read in Python (`_cookie_values`: HARs mostly carry empty lists, which still cost Arrow a
+# lookup per entry); FULL_ENTRY_TYPE, with them, reads a batch whose cookies have an unusual shape.
 ENTRY_TYPE = pa.struct(
     [
         ("startedDateTime", pa.string()),
         ("time", pa.float64()),
         ("request", pa.struct([("method", pa.string()), ("url", pa.string()), ("headers", _NAME_VALUE),
                                ("postData", pa.struct([]))])),
-        ("response", pa.struct([("status", pa.int64()), ("redirectURL", pa.string()),
+        ("response", pa.struct([("status", pa.int64()), ("redirectURL", pa.string()), ("headers", _NAME_VALUE),
                                 ("bodySize", pa.float64()),
+                                ("content", pa.struct([("size", pa.float64()), ("mimeType", pa.string())]))])),
+    ]
+)  # fmt: skip
+FULL_ENTRY_TYPE = pa.struct(
+    [
+        ("startedDateTime", pa.string()),
+        ("time", pa.float64()),
+        ("request", pa.struct([("method", pa.string()), ("url", pa.string()), ("headers", _NAME_VALUE),
+                               ("cookies", _COOKIES), ("postData", pa.struct([]))])),
+        ("response", pa.struct([("status", pa.int64()), ("redirectURL", pa.string()), ("headers", _NAME_VALUE),
+                                ("cookies", _COOKIES), ("bodySize", pa.float64()),
                                 ("content", pa.struct([("size", pa.float64()), ("mimeType", pa.string())]))])),
     ]
 )  # fmt: skip
@@ -118,7 +130,7 @@ class EventsBuilder:
         """Add a batch of entries (seq continues from the previous batch); returns its static-asset mask."""
         if not entries:
             return np.zeros(0, dtype=bool)
-        arr, entries = self._arrow(entries)
+        arr, entries, cookies = self._arrow(entries)
         n = len(arr)
         request, response = pc.struct_field(arr, "request"), pc.struct_field(arr, "response")
         whole_url = pc.struct_field(request, "url")
@@ -127,7 +139,7 @@ class EventsBuilder:
         headers = pc.struct_field(request, "headers")
         headers = headers.combine_chunks() if isinstance(headers, pa.ChunkedArray) else headers
 
-        self._collect_secrets(entries)
+        self._collect_secrets(cookies, response)
         groups = _HeaderGroups(headers, self)
         url_col, path, query, static = self._urls(url)
         static = pc.fill_null(static, False)
@@ -186,20 +198,27 @@ class EventsBuilder:
         return pa.Table.from_batches(self.batches, schema=NETWORK_EVENTS_SCHEMA)
 
     # -- reading the batch --------------------------------------------------------------------------------
-    def _arrow(self, entries: list) -> tuple[pa.StructArray, list]:
-        """The batch as one struct array; entries of an unexpected shape are reduced first (`core.files.entry_shape`)."""
+    def _arrow(self, entries: list) -> tuple[pa.StructArray, list, list[str]]:
+        """The batch as one struct array and its cookie values (request cookies, then response cookies,
+        each in order of first appearance); entries of an unexpected shape are reduced first
+        (`core.files.entry_shape`)."""
         try:
             arr = pa.array(entries, type=ENTRY_TYPE)
+            cookies = _cookie_values(entries)
+            if cookies is None:  # a shape only Arrow's conversion reads as it does: read them all there
+                arr = pa.array(entries, type=FULL_ENTRY_TYPE)
+                cookies = _arrow_cookie_values(arr)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             entries = [plain_entry(entry, self.malformed) for entry in entries]
-            return pa.array(entries, type=ENTRY_TYPE), entries
+            arr = pa.array(entries, type=FULL_ENTRY_TYPE)
+            return arr, entries, _arrow_cookie_values(arr)
         request = pc.struct_field(arr, "request")
         self._count(self.malformed, "entries without a request", request.null_count)
         self._count(self.malformed, "entries without a response", pc.struct_field(arr, "response").null_count)
         self._count(
             self.malformed, "entries without request headers", pc.struct_field(request, "headers").null_count
         )
-        return arr, entries
+        return arr, entries, cookies
 
     def _cut(self, values: pa.Array, what: str) -> pa.Array:
         """Values longer than FIELD_LIMIT cut to it, with a marker saying how long they were."""
@@ -217,35 +236,14 @@ class EventsBuilder:
         )
         return pc.replace_with_mask(values, long, cut)
 
-    def _collect_secrets(self, entries: list) -> None:
-        """Cookie values and Set-Cookie values of the batch (the header rules add theirs in _HeaderGroups):
-        request cookies, response cookies, then Set-Cookie headers, each in order of first appearance.
-        Fields of the wrong type are skipped, and a Set-Cookie value that is not text is read as `str`
-        (the rules of `core.files.entry_shape`)."""
-        request_cookies: dict[str, None] = {}
-        response_cookies: dict[str, None] = {}
-        set_cookies: dict[str, None] = {}
-        for entry in entries:
-            if type(entry) is not dict:
-                continue
-            request, response = entry.get("request"), entry.get("response")
-            if type(request) is dict and (cookies := request.get("cookies")):
-                _cookie_values(cookies, request_cookies)
-            if type(response) is not dict:
-                continue
-            if cookies := response.get("cookies"):
-                _cookie_values(cookies, response_cookies)
-            headers = response.get("headers")
-            if type(headers) is not list:
-                continue
-            for header in headers:  # inline: 4,000 headers on the bench HAR, 0.2 us each
-                if type(header) is dict and type(name := header.get("name")) is str and len(name) == 10:
-                    value = header.get("value")
-                    if value is not None and name.lower() == "set-cookie":
-                        set_cookies[value if type(value) is str else str(value)] = None
-        for value in (*request_cookies, *response_cookies):
+    def _collect_secrets(self, cookies: list[str], response) -> None:
+        """Cookie values and Set-Cookie values of the batch (the header rules add theirs in _HeaderGroups)."""
+        for value in cookies:
             self.secrets.add(value)
-        for value in set_cookies:
+        flat = pc.list_flatten(pc.struct_field(response, "headers"))
+        names = pc.struct_field(flat, "name")
+        set_cookie = pc.fill_null(pc.equal(pc.utf8_lower(names), "set-cookie"), False)
+        for value in pc.unique(pc.struct_field(flat, "value").filter(set_cookie).drop_null()).to_pylist():
             for line in value.splitlines():
                 self.secrets.add(line.split(";", 1)[0].partition("=")[2].strip())
 
@@ -422,11 +420,48 @@ def _navigation_headers(headers: dict[str, str]) -> bool:
     return headers.get("accept", "").startswith("text/html")
 
 
-def _cookie_values(cookies: Any, into: dict[str, None]) -> None:
-    if type(cookies) is list:
-        for cookie in cookies:
-            if type(cookie) is dict and type(value := cookie.get("value")) is str:
-                into[value] = None
+def _cookie_values(entries: list) -> list[str] | None:
+    """The batch's cookie values as FULL_ENTRY_TYPE's conversion reads them, in Python; None when a
+    cookie (or the object holding it) has a shape other than JSON's object, list, text or null where
+    the conversion expects one: that conversion then reads them."""
+    request_values: dict[str, None] = {}
+    response_values: dict[str, None] = {}
+    for entry in entries:
+        if type(entry) is not dict:
+            return None
+        for part, values in (("request", request_values), ("response", response_values)):
+            section = entry.get(part)
+            if section is None:
+                continue
+            if type(section) is not dict:
+                return None
+            cookies = section.get("cookies")
+            if not cookies:
+                if cookies is None or type(cookies) is list:
+                    continue
+                return None
+            if type(cookies) is not list:
+                return None
+            for cookie in cookies:
+                if type(cookie) is dict:
+                    value = cookie.get("value")
+                    if type(value) is str:
+                        values[value] = None
+                    elif value is not None:
+                        return None
+                elif cookie is not None:
+                    return None
+    return [*request_values, *response_values]
+
+
+def _arrow_cookie_values(arr: pa.StructArray) -> list[str]:
+    values: dict[str, None] = {}
+    for part in ("request", "response"):
+        cookies = pc.struct_field(
+            pc.list_flatten(pc.struct_field(pc.struct_field(arr, part), "cookies")), "value"
+        )
+        values.update(dict.fromkeys(pc.unique(cookies.drop_null()).to_pylist()))
+    return list(values)
 
 
 def url_path(url: str) -> str:
