@@ -5,8 +5,10 @@ derived with Arrow compute: URL paths, the static-asset and navigation predicate
 redaction of token shapes and of the trace's secret values (`core.files.redaction` rules, as RE2
 expressions or literal replacements). The rules that Arrow cannot express run in Python once per
 *distinct* value of the trace, not per entry: the request-header object of each distinct header list
-(traces repeat the same few), each URL with a query, fragment, user info or anything unusual, each
-request body. Entries of the wrong shape (a number where an object belongs, ...) are first reduced to
+(traces repeat the same few; `core.files.request_headers`), each URL with a query, fragment, user info
+or anything unusual (when no URL of the batch can hold a token or a secret value, a plain URL costs one
+RE2 match for the whole batch), each request body. Cookie values are read in Python (`_cookie_values`).
+Entries of the wrong shape (a number where an object belongs, ...) are first reduced to
 the fields we read, with the same type rules, so a hostile trace still imports.
 
 Strings longer than `FIELD_LIMIT` (a URL, a header value, a request body) are cut to it with a marker
@@ -28,7 +30,8 @@ import pyarrow.compute as pc
 
 from core.files import redaction
 from core.files.entry_shape import INT32, plain_entry
-from core.files.redaction import REDACTED, Secrets, dumps
+from core.files.redaction import Secrets, dumps
+from core.files.request_headers import HeaderGroups
 
 NETWORK_EVENTS_SCHEMA = pa.schema(
     [
@@ -46,8 +49,6 @@ STATIC_ASSET_SUFFIXES = (
     ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".woff", ".woff2", ".ttf", ".ico", ".webp",
 )  # fmt: skip
 MUTATION_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# Headers the official navigation predicate reads (it lower-cases their values).
-_PREDICATE_HEADERS = frozenset({"accept", "sec-fetch-user", "sec-fetch-dest", "sec-fetch-mode"})
 
 # The longest URL, header value or request body stored (characters); longer ones are cut with a marker.
 FIELD_LIMIT = 1 << 20
@@ -91,7 +92,6 @@ _PLAIN_URL = re.compile(
 # written as the printable ASCII they allow (tests/test_har.py compares the two on every character).
 _URL_CHAR = r'!"$-.0-:<=>A-Z^-~'  # 0x21-0x7e without / ? # ; @ [ \ ]
 PLAIN_URL_RE2 = rf"^[Hh][Tt][Tt][Pp][Ss]?://[{_URL_CHAR}]*(?P<path>(?:/[/{_URL_CHAR}]*)?)$"
-_MAX_NAMES_REMEMBERED = 4096  # distinct header names whose SECRET_HEADER verdict a trace keeps
 _UTC = datetime.fromisoformat("2000-01-01T00:00:00+00:00").tzinfo
 _UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -140,7 +140,8 @@ class EventsBuilder:
         headers = headers.combine_chunks() if isinstance(headers, pa.ChunkedArray) else headers
 
         self._collect_secrets(cookies, response)
-        groups = _HeaderGroups(headers, self)
+        texts = self._cut(pc.struct_field(headers.values, "value"), "header values")
+        groups = HeaderGroups(headers, texts, self.secrets, self.secret_names)
         url_col, path, query, static = self._urls(url)
         static = pc.fill_null(static, False)
         redirect = self._cut(pc.struct_field(response, "redirectURL"), "redirect URLs")
@@ -237,7 +238,7 @@ class EventsBuilder:
         return pc.replace_with_mask(values, long, cut)
 
     def _collect_secrets(self, cookies: list[str], response) -> None:
-        """Cookie values and Set-Cookie values of the batch (the header rules add theirs in _HeaderGroups)."""
+        """Cookie values and Set-Cookie values of the batch (the header rules add theirs in HeaderGroups)."""
         for value in cookies:
             self.secrets.add(value)
         flat = pc.list_flatten(pc.struct_field(response, "headers"))
@@ -315,109 +316,6 @@ class EventsBuilder:
             else:
                 bodies.append(scrub(redaction.post_data_json(post)))
         return pc.replace_with_mask(pa.nulls(n, pa.string()), present, pa.array(bodies, pa.string()))
-
-
-class _HeaderGroups:
-    """The request headers of a batch, by distinct header list: shown object, navigation, referer, secrets.
-
-    Each header list is keyed by the bytes of its (name, value) pair codes (the pair's name and value
-    numbered by dictionary encoding), so two lists share a key only when they hold the same pairs in the
-    same order; the rules of `_shown` run once per key. (A pair missing its name or value is skipped by
-    `_shown`, so lists that differ only in those may take separate keys with the same result.)
-    """
-
-    def __init__(self, headers: pa.ListArray, builder: EventsBuilder):
-        values = headers.values
-        names, texts = pc.struct_field(values, "name"), pc.struct_field(values, "value")
-        texts = builder._cut(texts, "header values")
-        name_codes = pc.dictionary_encode(names)
-        text_codes = pc.dictionary_encode(texts)
-        # One int64 per pair; -1 for a pair missing its name or value (nulls have no dictionary code).
-        codes = pc.add(
-            pc.multiply(pc.cast(name_codes.indices, pa.int64()), len(text_codes.dictionary) + 1),
-            pc.cast(text_codes.indices, pa.int64()),
-        )
-        raw = pc.fill_null(codes, -1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False).tobytes()
-        start = headers.offsets.to_numpy()
-        present = pc.is_valid(headers).to_numpy(zero_copy_only=False)
-        bounds = (start * 8).tolist()
-        group_of: dict[bytes, int] = {}
-        first: list[int] = []
-        indices = []
-        for i, ok in enumerate(present.tolist()):
-            key = raw[bounds[i] : bounds[i + 1]] if ok else b""
-            group = group_of.get(key)
-            if group is None:
-                group = group_of[key] = len(first)
-                first.append(i)
-            indices.append(group)
-        self.indices = pa.array(indices, pa.int32())
-        listed = [
-            (names[start[i] : start[i + 1]].to_pylist(), texts[start[i] : start[i + 1]].to_pylist())
-            if present[i]
-            else ([], [])
-            for i in first
-        ]
-        # `_shown` adds the secret headers' values; a name's verdict is kept for the trace's later lists.
-        shown = [_shown(n, v, builder.secrets, builder.secret_names) for n, v in listed]
-        scrub = builder.secrets.scrub_all
-        self._shown = pa.array([scrub(dumps(s)) for s, _ in shown], pa.string())
-        self._referer = pa.array([scrub(s.get("referer")) for s, _ in shown], pa.string())
-        self._navigation = pa.array([nav for _, nav in shown], pa.bool_())
-
-    def shown(self) -> pa.Array:
-        return self._shown.take(self.indices)
-
-    def referer(self) -> pa.Array:
-        return self._referer.take(self.indices)
-
-    def navigation(self) -> pa.Array:
-        return self._navigation.take(self.indices)
-
-
-def _shown(
-    names: list, values: list, secrets: Secrets, secret_names: dict[str, bool]
-) -> tuple[dict[str, str], bool]:
-    """One header list as stored (lower-cased names, secret values replaced, repeated names joined with
-    ', ', URLs redacted) and whether it passes the official navigation predicate (given a GET).
-    `secret_names` remembers `SECRET_HEADER`'s verdict per lower-cased name (a search with backtracking)."""
-    lowered: dict[str, str] = {}
-    shown: dict[str, str] = {}
-    for name, value in zip(names, values, strict=True):
-        if name is None or value is None:
-            continue
-        key = name.lower()
-        if key in _PREDICATE_HEADERS:
-            lowered[key] = value.lower()
-        secret = secret_names.get(key)
-        if secret is None:
-            secret = redaction.SECRET_HEADER.search(key) is not None
-            if len(secret_names) < _MAX_NAMES_REMEMBERED:
-                secret_names[key] = secret
-        if secret or redaction.SECRET_VALUE.match(value):
-            if key == "cookie":
-                for v in redaction.cookie_values(value):
-                    secrets.add(v)
-            secrets.add(value)
-            secrets.add(value.split(None, 1)[-1] if value.split() else value)
-            shown[key] = REDACTED
-        else:
-            if "://" in value:  # a Referer carries the page's query (form keys, tokens)
-                value = redaction.redact_url(value)
-            shown[key] = f"{shown[key]}, {value}" if key in shown else value
-    return shown, _navigation_headers(lowered)
-
-
-def _navigation_headers(headers: dict[str, str]) -> bool:
-    """The official navigation predicate's header part (`NetworkEvent.is_navigation_event`)."""
-    if "sec-fetch-user" in headers:
-        return (
-            headers.get("sec-fetch-dest") == "document"
-            and headers.get("sec-fetch-mode") == "navigate"
-            and headers.get("sec-fetch-user") == "?1"
-            and "text/html" in headers.get("accept", "")
-        )
-    return headers.get("accept", "").startswith("text/html")
 
 
 def _cookie_values(entries: list) -> list[str] | None:

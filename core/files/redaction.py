@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlparse
 
@@ -85,9 +86,19 @@ def secret_by_value(name: Any, value: Any) -> bool:
     """Whether field `name` holding `value` is a secret by the value rules (the name rules: `SECRET_FIELD`)."""
     if not isinstance(name, str):
         return False
+    rule = _value_rule(name)
+    return rule == _ALWAYS or (rule == _IF_IT_LOOKS_SECRET and looks_secret(value))
+
+
+_NEVER, _IF_IT_LOOKS_SECRET, _ALWAYS = 0, 1, 2
+
+
+@lru_cache(maxsize=4096)
+def _value_rule(name: str) -> int:
+    """What the value rules say of a field name alone (the same few names recur in every URL of a trace)."""
     if SIGNED_FIELD.fullmatch(name.strip()):
-        return True
-    return bool(SECRETISH_FIELD.search(name)) and looks_secret(value)
+        return _ALWAYS
+    return _IF_IT_LOOKS_SECRET if SECRETISH_FIELD.search(name) else _NEVER
 
 
 def may_hold_token(text: str) -> bool:
@@ -146,7 +157,12 @@ MAX_SECRETS = 512  # distinct secret values remembered per trace (bounds the scr
 
 def secret_field(name: Any, value: Any) -> bool:
     """A secret by its name (passwords, tokens, form keys) or by its value (`secret_by_value`)."""
-    return isinstance(name, str) and (bool(SECRET_FIELD.search(name)) or secret_by_value(name, value))
+    return isinstance(name, str) and (_secret_name(name) or secret_by_value(name, value))
+
+
+@lru_cache(maxsize=4096)
+def _secret_name(name: str) -> bool:
+    return SECRET_FIELD.search(name) is not None
 
 
 def redact_fields(value: Any) -> Any:
