@@ -209,7 +209,9 @@ def test_the_engine_gets_one_event_only_when_it_reads_no_trace(wv_dir: Path, mon
     sites = {site for task in dataset for site in task["sites"]}
     config = {"environments": {f"__{site.upper()}__": {"urls": ["http://localhost:7780"]} for site in sites}}
     full = engine._Engine(config)
-    reads = {t["task_id"] for t in dataset if any(e["evaluator"] == "NetworkEventEvaluator" for e in t["eval"])}
+    reads = {
+        t["task_id"] for t in dataset if any(e["evaluator"] == "NetworkEventEvaluator" for e in t["eval"])
+    }
     assert 0 < len(reads) < len(dataset)
     assert {t["task_id"] for t in dataset if full.reads_trace(t["task_id"])} == reads
     demo = engine._Engine(orjson.loads((wv_dir / "config.demo.json").read_bytes()))
@@ -227,9 +229,10 @@ def test_the_engine_gets_one_event_only_when_it_reads_no_trace(wv_dir: Path, mon
     ours = full.score(ScoringInput(task_id=107, agent_response=response, har_entries=entries))
     assert seen == [1]
     assert (ours.status, ours.score) == (official.status.value, official.score)
-    assert ours.eval_result["evaluators_results"] == official.model_dump(mode="json", exclude_none=True)[
-        "evaluators_results"
-    ]
+    assert (
+        ours.eval_result["evaluators_results"]
+        == official.model_dump(mode="json", exclude_none=True)["evaluators_results"]
+    )
     network_task = min(reads)
     full.score(ScoringInput(task_id=network_task, agent_response=response, har_entries=entries))
     demo.score(ScoringInput(task_id=107, agent_response=response, har_entries=entries))

@@ -85,10 +85,10 @@ FULL_ENTRY_TYPE = pa.struct(
 
 # A URL whose path this expression gives exactly as `urlparse(url).path` does: http(s), printable ASCII,
 # no query, fragment, parameters, user info, brackets or backslash; nothing in it for `redact_url`.
-_PLAIN_URL = re.compile(
+PLAIN_URL = re.compile(
     r"[Hh][Tt][Tt][Pp][Ss]?://[^/?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*(?P<path>(?:/[^?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*)?)\Z"
 )
-# `_PLAIN_URL` for Arrow's RE2, run once per batch over the distinct URLs: the same language, its classes
+# `PLAIN_URL` for Arrow's RE2, run once per batch over the distinct URLs: the same language, its classes
 # written as the printable ASCII they allow (tests/test_har.py compares the two on every character).
 _URL_CHAR = r'!"$-.0-:<=>A-Z^-~'  # 0x21-0x7e without / ? # ; @ [ \ ]
 PLAIN_URL_RE2 = rf"^[Hh][Tt][Tt][Pp][Ss]?://[{_URL_CHAR}]*(?P<path>(?:/[/{_URL_CHAR}]*)?)$"
@@ -254,7 +254,7 @@ class EventsBuilder:
         distinct URL of the batch (urlparse is the engine's own rule: no expression stands in for it).
 
         Two tests over all the distinct URLs joined together tell when no URL can hold a token shape and
-        when no secret value occurs in any: then a plain URL (`_PLAIN_URL`) is stored as it is, with the
+        when no secret value occurs in any: then a plain URL (`PLAIN_URL`) is stored as it is, with the
         path the expression gives, and costs one match."""
         encoded = pc.dictionary_encode(url)
         values = encoded.dictionary.to_pylist()
@@ -279,7 +279,7 @@ class EventsBuilder:
 
     def _url_columns(self, url: str, paths: bool) -> tuple[str | None, str | None, str | None, bool]:
         """One URL: redacted for storage, its path, its query as JSON, whether the engine ignores it."""
-        plain = _PLAIN_URL.match(url)
+        plain = PLAIN_URL.match(url)
         if plain is not None and not redaction.may_hold_token(url):
             # Only the trace's secret values to redact, and the path is what urlparse gives (tests/test_har.py).
             scrub_secrets = self.secrets.scrub
