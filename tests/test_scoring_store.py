@@ -237,3 +237,34 @@ def test_the_engine_gets_one_event_only_when_it_reads_no_trace(wv_dir: Path, mon
     full.score(ScoringInput(task_id=network_task, agent_response=response, har_entries=entries))
     demo.score(ScoringInput(task_id=107, agent_response=response, har_entries=entries))
     assert seen == [1, len(entries), len(entries)]
+
+
+def test_the_dataset_is_hashed_once_per_version_of_the_file(tmp_path: Path) -> None:
+    """The engine's per-task dataset checksum is computed once per (path, size, modification time): the
+    same value as the engine's own function, and a rewritten file is hashed anew."""
+    import hashlib
+    import os
+
+    from webarena_verified.api.internal import evaluator
+    from webarena_verified.core.utils.checksum import compute_data_file_checksum
+
+    from core.scoring.engine import OncePerFileVersion, read_config, score_chunk
+
+    calls: list[str] = []
+    once = OncePerFileVersion(
+        lambda p: calls.append(str(p)) or hashlib.sha256(Path(p).read_bytes()).hexdigest()
+    )
+    data = tmp_path / "data.json"
+    data.write_text("[1]")
+    first = [once(data) for _ in range(3)]
+    data.write_text("[12]")
+    second = once(data)
+    os.utime(data, ns=(1, 1))
+    third = once(data)
+    assert len(set(first)) == 1 and second != first[0] and third == second and len(calls) == 3
+    with pytest.raises(FileNotFoundError):
+        OncePerFileVersion(compute_data_file_checksum)(tmp_path / "missing.json")
+
+    [score] = score_chunk(read_config(None), [ScoringInput(task_id=107, agent_response="x", har_entries=[])])
+    assert isinstance(evaluator.compute_data_file_checksum, OncePerFileVersion)
+    assert score.data_checksum == compute_data_file_checksum(verified_dataset_path())
