@@ -144,9 +144,9 @@ class EventsBuilder:
         groups = HeaderGroups(headers, texts, self.secrets, self.secret_names)
         url_col, path, query, static = self._urls(url)
         static = pc.fill_null(static, False)
-        redirect = self._cut(pc.struct_field(response, "redirectURL"), "redirect URLs")
-        redirect = pc.if_else(pc.equal(redirect, ""), pa.scalar(None, pa.string()), redirect)
-        redirect_col, _, _, _ = self._urls(redirect, paths=False)
+        redirect_col = self._redirect_urls(
+            self._cut(pc.struct_field(response, "redirectURL"), "redirect URLs")
+        )
         if url is not whole_url:  # a cut URL: which entries the engine gets is decided on the whole one
             cut = pc.fill_null(pc.greater(pc.utf8_length(whole_url), FIELD_LIMIT), False)
             whole = [is_static_asset(u) for u in whole_url.filter(cut).to_pylist()]
@@ -249,33 +249,44 @@ class EventsBuilder:
                 self.secrets.add(line.split(";", 1)[0].partition("=")[2].strip())
 
     # -- columns ------------------------------------------------------------------------------------------
-    def _urls(self, url: pa.Array, *, paths: bool = True) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    def _urls(self, url: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
         """(redacted URL, path, query JSON, static asset?), by the rules of `_url_columns`, computed once per
-        distinct URL of the batch (urlparse is the engine's own rule: no expression stands in for it).
-
-        Two tests over all the distinct URLs joined together tell when no URL can hold a token shape and
-        when no secret value occurs in any: then a plain URL (`PLAIN_URL`) is stored as it is, with the
-        path the expression gives, and costs one match."""
+        distinct URL of the batch (urlparse is the engine's own rule: no expression stands in for it)."""
         encoded = pc.dictionary_encode(url)
-        values = encoded.dictionary.to_pylist()
         types = (pa.string(), pa.string(), pa.string(), pa.bool_())
-        if not values:  # no URL at all
+        rows = self._url_rows(encoded.dictionary, paths=True)
+        if not rows:  # no URL at all
             return tuple(pa.nulls(len(url), kind) for kind in types)  # type: ignore[return-value]
-        joined = "\n".join(values)
-        if redaction.may_hold_token(joined) or self.secrets.occur_in(joined):
-            rows = [self._url_columns(v, paths) for v in values]
-        else:  # a plain URL is stored as it is; the others by the whole rule
-            plain = pc.struct_field(pc.extract_regex(encoded.dictionary, PLAIN_URL_RE2), "path").to_pylist()
-            rows = [
-                self._url_columns(v, paths)
-                if p is None
-                else (v, p, None, p.endswith(STATIC_ASSET_SUFFIXES))
-                if paths
-                else (v, None, None, False)
-                for v, p in zip(values, plain, strict=True)
-            ]
         columns = [pa.array(list(c), kind) for c, kind in zip(zip(*rows, strict=True), types, strict=True)]
         return tuple(column.take(encoded.indices) for column in columns)  # type: ignore[return-value]
+
+    def _redirect_urls(self, url: pa.Array) -> pa.Array:
+        """Redirect URLs as stored: redacted by the rules of `_url_columns`; an empty one is none."""
+        encoded = pc.dictionary_encode(url)
+        rows = self._url_rows(encoded.dictionary, paths=False)
+        shown = [
+            None if v == "" else row[0] for v, row in zip(encoded.dictionary.to_pylist(), rows, strict=True)
+        ]
+        return pa.array(shown, pa.string()).take(encoded.indices)
+
+    def _url_rows(self, distinct: pa.Array, paths: bool) -> list[tuple]:
+        """`_url_columns` of each distinct URL. Two tests over all of them joined together tell when no URL
+        can hold a token shape and when no secret value occurs in any: then a plain URL (`PLAIN_URL`) is
+        stored as it is, with the path the expression gives, and costs one RE2 match for the batch."""
+        values = distinct.to_pylist()
+        joined = "\n".join(values)
+        if not values or redaction.may_hold_token(joined) or self.secrets.occur_in(joined):
+            return [self._url_columns(v, paths) for v in values]
+        # a plain URL is stored as it is; the others by the whole rule
+        plain = pc.struct_field(pc.extract_regex(distinct, PLAIN_URL_RE2), "path").to_pylist()
+        return [
+            self._url_columns(v, paths)
+            if p is None
+            else (v, p, None, p.endswith(STATIC_ASSET_SUFFIXES))
+            if paths
+            else (v, None, None, False)
+            for v, p in zip(values, plain, strict=True)
+        ]
 
     def _url_columns(self, url: str, paths: bool) -> tuple[str | None, str | None, str | None, bool]:
         """One URL: redacted for storage, its path, its query as JSON, whether the engine ignores it."""
