@@ -14,6 +14,7 @@ from webarena_verified.core.utils.network_event_utils import load_playwright_tra
 from webarena_verified.types.tracing import NetworkEvent, NetworkTrace
 
 from core.errors import InputError
+from core.files import network_events
 from core.files.har import TraceTooLarge, iter_har_entries, load_trace_entries, parse_trace
 from core.files.network_events import is_static_asset, network_events_table
 from core.files.redaction import REDACTED
@@ -482,3 +483,94 @@ def test_values_over_the_field_limit_are_cut_for_storage_only(
     summary = import_wav_run(tasks_store, run.parent, "cut", score=False, workers=1)
     assert [p.kind for p in summary.problems] == ["truncated_values"]
     assert "1 URLs, 1 header values, 1 request bodies" in summary.problems[0].message
+
+
+def test_the_re2_plain_url_expression_is_the_python_one():
+    """`_urls` finds plain URLs with PLAIN_URL_RE2 (one Arrow call per batch) and the per-URL rule with
+    `PLAIN_URL`: both must accept the same URLs and give the same path, on every character in every
+    position that matters (scheme, host, path) and on real URL shapes."""
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from core.files.network_events import PLAIN_URL, PLAIN_URL_RE2
+
+    chars = [chr(c) for c in [*range(0x00, 0x100), 0x2028, 0x3000, 0xFEFF, 0x1F600, 0x10FFFF]]
+    urls = [f"{head}{c}{tail}" for c in chars for head, tail in (
+        ("http://h", "/p"), ("http://h/", ""), ("http://h/a", "b.js"), ("", "ttp://h/"), ("http:/", "/h/"),
+    )]  # fmt: skip
+    urls += ["HtTpS://H:80/a//b/", "http://", "https://h", "http://h/a?b", "ftp://h/", "http://h\n/x"]
+    python = [m.group("path") if (m := PLAIN_URL.match(u)) else None for u in urls]
+    ours = pc.struct_field(pc.extract_regex(pa.array(urls), PLAIN_URL_RE2), "path").to_pylist()
+    assert ours == python
+    assert 0 < sum(p is not None for p in python) < len(urls)  # both kinds present
+
+
+def test_secret_values_are_looked_for_once_per_batch():
+    """`Secrets.occur_in` over URLs joined together: False only when no value occurs in any (then `scrub`
+    is the identity on each), for a few values (substring tests) and many (one expression)."""
+    from core.files.redaction import Secrets
+
+    urls = ["http://h/a/tok005xyz/b", "http://h/c", "http://h/ab.cd+ef"]
+    for n in (3, 12):
+        secrets = Secrets()
+        for i in range(n):
+            secrets.add(f"tok{i:03d}xyz")
+        joined = "\n".join(urls)
+        assert secrets.occur_in(joined) == (n > 5)
+        assert secrets.occur_in(joined) == any(secrets.scrub(u) != u for u in urls)
+        secrets.add("ab.cd+ef")
+        assert secrets.occur_in(joined) and secrets.scrub(urls[2]) == f"http://h/{REDACTED}"
+    assert not Secrets().occur_in("anything")
+
+
+def test_cookies_of_an_unusual_shape_take_the_path_they_took_in_arrow(demo_har: Path):
+    """Cookie values are read in Python; a cookie the Arrow conversion refuses (a number, a list where
+    the object belongs) sends the batch, as before, to the reduced shapes (`entry_shape`): its other
+    cookies still count as secrets, and the malformed entries are counted in the order they come."""
+    secret = "s3cretCookieValue42"
+    base = _entries(demo_har)[0]
+    base["request"]["url"] = f"http://h/x?q={secret}"
+    as_list = copy.deepcopy(base)
+    as_list["request"]["cookies"] = [[secret]]  # not an object: no cookie value
+    refused = copy.deepcopy(base)
+    refused["response"]["cookies"] = [{"name": "n", "value": 7}]
+    plain = copy.deepcopy(base)
+    plain["response"]["cookies"] = [{"name": "n", "value": secret}]
+    assert [r["url"] for r in _event_rows("r", 1, [as_list])] == [base["request"]["url"]]
+    for entries in ([plain], [refused, plain], [as_list, plain]):
+        assert [r["url"] for r in _event_rows("r", 1, entries)] == [f"http://h/x?q={REDACTED}"] * len(entries)
+    no_headers = copy.deepcopy(base)
+    del no_headers["request"]["headers"]
+    no_request = {k: v for k, v in base.items() if k != "request"}
+    counts = []
+    for batch in ([no_headers, no_request], [no_headers, no_request, refused]):
+        builder = network_events.EventsBuilder("r", 1)
+        builder.add(copy.deepcopy(batch))
+        counts.append(list(builder.malformed.items()))
+    assert counts == [
+        [("entries without a request", 1), ("entries without request headers", 2)],  # Arrow's null counts
+        [("entries without request headers", 2), ("entries without a request", 1)],  # reduced one by one
+    ]
+
+
+def test_header_lists_are_grouped_only_when_equal(demo_har: Path):
+    """Header lists are keyed by their pairs' codes: lists whose concatenated text is the same but whose
+    pairs differ, or whose order differs, are separate groups with their own stored object."""
+    base = _entries(demo_har)[0]
+    lists = [
+        [("a", "bc")], [("ab", "c")], [("x", "1"), ("y", "2")], [("y", "2"), ("x", "1")],
+        [("x", "1y"), ("", "2")], [("x", "1")], [("x", "1"), ("x", "1")],
+    ]  # fmt: skip
+    entries = []
+    for pairs in lists:
+        entry = copy.deepcopy(base)
+        entry["request"]["headers"] = [{"name": n, "value": v} for n, v in pairs]
+        entries.append(entry)
+    rows = _event_rows("r", 1, entries * 2)
+    shown = [json.loads(r["request_headers"]) for r in rows]
+    assert shown[:7] == [
+        {"a": "bc"}, {"ab": "c"}, {"x": "1", "y": "2"}, {"y": "2", "x": "1"}, {"x": "1y", "": "2"},
+        {"x": "1"}, {"x": "1, 1"},
+    ]  # fmt: skip
+    assert list(shown[3]) == ["y", "x"] and shown[7:] == shown[:7]

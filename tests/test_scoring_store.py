@@ -194,3 +194,77 @@ def test_cannot_pass_set_is_rederived(wv_dir: Path) -> None:
     assert len(scores) == 812
     assert set(cannot_pass_evidence(scores)) == CANNOT_PASS
     assert {s.task_id for s in scores if s.cannot_pass} == CANNOT_PASS
+
+
+def test_the_engine_gets_one_event_only_when_it_reads_no_trace(wv_dir: Path, monkeypatch) -> None:
+    """With every site's URL in the config, a task without a network evaluator is scored on the trace's
+    first event, with the official result on the whole file; a task with one, or a config lacking a
+    site (the engine then takes URLs from the trace), gets every entry."""
+    from webarena_verified.api.webarena_verified import WebArenaVerified
+    from webarena_verified.types.config import WebArenaVerifiedConfig
+
+    from core.scoring import engine
+
+    dataset = orjson.loads(verified_dataset_path().read_bytes())
+    sites = {site for task in dataset for site in task["sites"]}
+    config = {"environments": {f"__{site.upper()}__": {"urls": ["http://localhost:7780"]} for site in sites}}
+    full = engine._Engine(config)
+    reads = {
+        t["task_id"] for t in dataset if any(e["evaluator"] == "NetworkEventEvaluator" for e in t["eval"])
+    }
+    assert len(dataset) - len(reads) == 324  # docs/limits.md: tasks scored on one event with such a config
+    assert {t["task_id"] for t in dataset if full.reads_trace(t["task_id"])} == reads
+    demo = engine._Engine(orjson.loads((wv_dir / "config.demo.json").read_bytes()))
+    assert demo.reads_trace(107) and 107 not in reads
+
+    seen: list[int] = []
+    build = engine._network_trace
+    monkeypatch.setattr(engine, "_network_trace", lambda entries: seen.append(len(entries)) or build(entries))
+    har = wv_dir / "demo-run" / "107" / "network.har"
+    entries = orjson.loads(har.read_bytes())["log"]["entries"]
+    response = (wv_dir / "demo-run" / "107" / "agent_response.json").read_text()
+    official = WebArenaVerified(config=WebArenaVerifiedConfig.model_validate(config)).evaluate_task(
+        task_id=107, agent_response=response, network_trace=har
+    )
+    ours = full.score(ScoringInput(task_id=107, agent_response=response, har_entries=entries))
+    assert seen == [1]
+    assert (ours.status, ours.score) == (official.status.value, official.score)
+    assert (
+        ours.eval_result["evaluators_results"]
+        == official.model_dump(mode="json", exclude_none=True)["evaluators_results"]
+    )
+    network_task = min(reads)
+    full.score(ScoringInput(task_id=network_task, agent_response=response, har_entries=entries))
+    demo.score(ScoringInput(task_id=107, agent_response=response, har_entries=entries))
+    assert seen == [1, len(entries), len(entries)]
+
+
+def test_the_dataset_is_hashed_once_per_version_of_the_file(tmp_path: Path) -> None:
+    """The engine's per-task dataset checksum is computed once per (path, size, modification time): the
+    same value as the engine's own function, and a rewritten file is hashed anew."""
+    import hashlib
+    import os
+
+    from webarena_verified.api.internal import evaluator
+    from webarena_verified.core.utils.checksum import compute_data_file_checksum
+
+    from core.scoring.engine import OncePerFileVersion, read_config, score_chunk
+
+    calls: list[str] = []
+    once = OncePerFileVersion(
+        lambda p: calls.append(str(p)) or hashlib.sha256(Path(p).read_bytes()).hexdigest()
+    )
+    data = tmp_path / "data.json"
+    data.write_text("[1]")
+    first = [once(data) for _ in range(3)]
+    data.write_text("[12]")
+    second = once(data)
+    os.utime(data, ns=(1, 1))
+    third = once(data)
+    assert len(set(first)) == 1 and second != first[0] and third == second and len(calls) == 3
+    with pytest.raises(FileNotFoundError):
+        OncePerFileVersion(compute_data_file_checksum)(tmp_path / "missing.json")
+
+    [score] = score_chunk(read_config(None), [ScoringInput(task_id=107, agent_response="x", har_entries=[])])
+    assert isinstance(evaluator.compute_data_file_checksum, OncePerFileVersion)
+    assert score.data_checksum == compute_data_file_checksum(verified_dataset_path())

@@ -5,8 +5,10 @@ derived with Arrow compute: URL paths, the static-asset and navigation predicate
 redaction of token shapes and of the trace's secret values (`core.files.redaction` rules, as RE2
 expressions or literal replacements). The rules that Arrow cannot express run in Python once per
 *distinct* value of the trace, not per entry: the request-header object of each distinct header list
-(traces repeat the same few), each URL with a query, fragment, user info or anything unusual, each
-request body. Entries of the wrong shape (a number where an object belongs, ...) are first reduced to
+(traces repeat the same few; `core.files.request_headers`), each URL with a query, fragment, user info
+or anything unusual (when no URL of the batch can hold a token or a secret value, a plain URL costs one
+RE2 match for the whole batch), each request body. Cookie values are read in Python (`_cookie_values`).
+Entries of the wrong shape (a number where an object belongs, ...) are first reduced to
 the fields we read, with the same type rules, so a hostile trace still imports.
 
 Strings longer than `FIELD_LIMIT` (a URL, a header value, a request body) are cut to it with a marker
@@ -28,7 +30,8 @@ import pyarrow.compute as pc
 
 from core.files import redaction
 from core.files.entry_shape import INT32, plain_entry
-from core.files.redaction import REDACTED, Secrets, dumps
+from core.files.redaction import Secrets, dumps
+from core.files.request_headers import HeaderGroups
 
 NETWORK_EVENTS_SCHEMA = pa.schema(
     [
@@ -46,8 +49,6 @@ STATIC_ASSET_SUFFIXES = (
     ".css", ".js", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".woff", ".woff2", ".ttf", ".ico", ".webp",
 )  # fmt: skip
 MUTATION_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# Headers the official navigation predicate reads (it lower-cases their values).
-_PREDICATE_HEADERS = frozenset({"accept", "sec-fetch-user", "sec-fetch-dest", "sec-fetch-mode"})
 
 # The longest URL, header value or request body stored (characters); longer ones are cut with a marker.
 FIELD_LIMIT = 1 << 20
@@ -55,9 +56,22 @@ TRUNCATED_MARKER = "…[truncated by trajreview: {n} characters in the file]"
 
 _NAME_VALUE = pa.list_(pa.struct([("name", pa.string()), ("value", pa.string())]))
 _COOKIES = pa.list_(pa.struct([("value", pa.string())]))
-# The fields of an entry we read, typed as the rules read them. `postData` is only tested for presence:
-# its body goes to the engine's own parser (`redaction.post_data_json`) from the original entry.
+# The fields of an entry read column by column, typed as the rules read them. `postData` is only tested for
+# presence: its body goes to the engine's own parser (`redaction.post_data_json`) from the original entry.
+# Cookies are read in Python (`_cookie_values`: HARs mostly carry empty lists, which still cost Arrow a
+# lookup per entry); FULL_ENTRY_TYPE, with them, reads a batch whose cookies have an unusual shape.
 ENTRY_TYPE = pa.struct(
+    [
+        ("startedDateTime", pa.string()),
+        ("time", pa.float64()),
+        ("request", pa.struct([("method", pa.string()), ("url", pa.string()), ("headers", _NAME_VALUE),
+                               ("postData", pa.struct([]))])),
+        ("response", pa.struct([("status", pa.int64()), ("redirectURL", pa.string()), ("headers", _NAME_VALUE),
+                                ("bodySize", pa.float64()),
+                                ("content", pa.struct([("size", pa.float64()), ("mimeType", pa.string())]))])),
+    ]
+)  # fmt: skip
+FULL_ENTRY_TYPE = pa.struct(
     [
         ("startedDateTime", pa.string()),
         ("time", pa.float64()),
@@ -71,9 +85,13 @@ ENTRY_TYPE = pa.struct(
 
 # A URL whose path this expression gives exactly as `urlparse(url).path` does: http(s), printable ASCII,
 # no query, fragment, parameters, user info, brackets or backslash; nothing in it for `redact_url`.
-_PLAIN_URL = re.compile(
+PLAIN_URL = re.compile(
     r"[Hh][Tt][Tt][Pp][Ss]?://[^/?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*(?P<path>(?:/[^?#;@\[\]\\\x00-\x20\x7f-\U0010ffff]*)?)\Z"
 )
+# `PLAIN_URL` for Arrow's RE2, run once per batch over the distinct URLs: the same language, its classes
+# written as the printable ASCII they allow (tests/test_har.py compares the two on every character).
+_URL_CHAR = r'!"$-.0-:<=>A-Z^-~'  # 0x21-0x7e without / ? # ; @ [ \ ]
+PLAIN_URL_RE2 = rf"^[Hh][Tt][Tt][Pp][Ss]?://[{_URL_CHAR}]*(?P<path>(?:/[/{_URL_CHAR}]*)?)$"
 _UTC = datetime.fromisoformat("2000-01-01T00:00:00+00:00").tzinfo
 _UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
@@ -95,6 +113,7 @@ class EventsBuilder:
         self.run = run
         self.task_id = task_id
         self.secrets = Secrets()
+        self.secret_names: dict[str, bool] = {}  # header name (lower case) -> matches SECRET_HEADER
         self.malformed: dict[str, int] = {}
         self.truncated: dict[str, int] = {}  # kind of value -> how many were cut to FIELD_LIMIT
         self.batches: list[pa.RecordBatch] = []
@@ -111,7 +130,7 @@ class EventsBuilder:
         """Add a batch of entries (seq continues from the previous batch); returns its static-asset mask."""
         if not entries:
             return np.zeros(0, dtype=bool)
-        arr, entries = self._arrow(entries)
+        arr, entries, cookies = self._arrow(entries)
         n = len(arr)
         request, response = pc.struct_field(arr, "request"), pc.struct_field(arr, "response")
         whole_url = pc.struct_field(request, "url")
@@ -120,13 +139,14 @@ class EventsBuilder:
         headers = pc.struct_field(request, "headers")
         headers = headers.combine_chunks() if isinstance(headers, pa.ChunkedArray) else headers
 
-        self._collect_secrets(request, response)
-        groups = _HeaderGroups(headers, self)
+        self._collect_secrets(cookies, response)
+        texts = self._cut(pc.struct_field(headers.values, "value"), "header values")
+        groups = HeaderGroups(headers, texts, self.secrets, self.secret_names)
         url_col, path, query, static = self._urls(url)
         static = pc.fill_null(static, False)
-        redirect = self._cut(pc.struct_field(response, "redirectURL"), "redirect URLs")
-        redirect = pc.if_else(pc.equal(redirect, ""), pa.scalar(None, pa.string()), redirect)
-        redirect_col, _, _, _ = self._urls(redirect, paths=False)
+        redirect_col = self._redirect_urls(
+            self._cut(pc.struct_field(response, "redirectURL"), "redirect URLs")
+        )
         if url is not whole_url:  # a cut URL: which entries the engine gets is decided on the whole one
             cut = pc.fill_null(pc.greater(pc.utf8_length(whole_url), FIELD_LIMIT), False)
             whole = [is_static_asset(u) for u in whole_url.filter(cut).to_pylist()]
@@ -179,23 +199,32 @@ class EventsBuilder:
         return pa.Table.from_batches(self.batches, schema=NETWORK_EVENTS_SCHEMA)
 
     # -- reading the batch --------------------------------------------------------------------------------
-    def _arrow(self, entries: list) -> tuple[pa.StructArray, list]:
-        """The batch as one struct array; entries of an unexpected shape are reduced first (`core.files.entry_shape`)."""
+    def _arrow(self, entries: list) -> tuple[pa.StructArray, list, list[str]]:
+        """The batch as one struct array and its cookie values (request cookies, then response cookies,
+        each in order of first appearance); entries of an unexpected shape are reduced first
+        (`core.files.entry_shape`)."""
         try:
             arr = pa.array(entries, type=ENTRY_TYPE)
+            cookies = _cookie_values(entries)
+            if cookies is None:  # a shape only Arrow's conversion reads as it does: read them all there
+                arr = pa.array(entries, type=FULL_ENTRY_TYPE)
+                cookies = _arrow_cookie_values(arr)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             entries = [plain_entry(entry, self.malformed) for entry in entries]
-            return pa.array(entries, type=ENTRY_TYPE), entries
+            arr = pa.array(entries, type=FULL_ENTRY_TYPE)
+            return arr, entries, _arrow_cookie_values(arr)
         request = pc.struct_field(arr, "request")
         self._count(self.malformed, "entries without a request", request.null_count)
         self._count(self.malformed, "entries without a response", pc.struct_field(arr, "response").null_count)
         self._count(
             self.malformed, "entries without request headers", pc.struct_field(request, "headers").null_count
         )
-        return arr, entries
+        return arr, entries, cookies
 
     def _cut(self, values: pa.Array, what: str) -> pa.Array:
         """Values longer than FIELD_LIMIT cut to it, with a marker saying how long they were."""
+        if values.nbytes <= FIELD_LIMIT:  # no value can be longer than all of them together
+            return values
         lengths = pc.utf8_length(values)
         long = pc.fill_null(pc.greater(lengths, FIELD_LIMIT), False)
         count = pc.sum(long).as_py() or 0
@@ -208,12 +237,10 @@ class EventsBuilder:
         )
         return pc.replace_with_mask(values, long, cut)
 
-    def _collect_secrets(self, request, response) -> None:
-        """Cookie values and Set-Cookie values of the batch (the header rules add theirs in _HeaderGroups)."""
-        for part in (request, response):
-            values = pc.struct_field(pc.list_flatten(pc.struct_field(part, "cookies")), "value")
-            for value in pc.unique(values.drop_null()).to_pylist():
-                self.secrets.add(value)
+    def _collect_secrets(self, cookies: list[str], response) -> None:
+        """Cookie values and Set-Cookie values of the batch (the header rules add theirs in HeaderGroups)."""
+        for value in cookies:
+            self.secrets.add(value)
         flat = pc.list_flatten(pc.struct_field(response, "headers"))
         names = pc.struct_field(flat, "name")
         set_cookie = pc.fill_null(pc.equal(pc.utf8_lower(names), "set-cookie"), False)
@@ -222,20 +249,48 @@ class EventsBuilder:
                 self.secrets.add(line.split(";", 1)[0].partition("=")[2].strip())
 
     # -- columns ------------------------------------------------------------------------------------------
-    def _urls(self, url: pa.Array, *, paths: bool = True) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+    def _urls(self, url: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
         """(redacted URL, path, query JSON, static asset?), by the rules of `_url_columns`, computed once per
         distinct URL of the batch (urlparse is the engine's own rule: no expression stands in for it)."""
         encoded = pc.dictionary_encode(url)
-        rows = [self._url_columns(v, paths) for v in encoded.dictionary.to_pylist()]
         types = (pa.string(), pa.string(), pa.string(), pa.bool_())
+        rows = self._url_rows(encoded.dictionary, paths=True)
         if not rows:  # no URL at all
             return tuple(pa.nulls(len(url), kind) for kind in types)  # type: ignore[return-value]
         columns = [pa.array(list(c), kind) for c, kind in zip(zip(*rows, strict=True), types, strict=True)]
         return tuple(column.take(encoded.indices) for column in columns)  # type: ignore[return-value]
 
+    def _redirect_urls(self, url: pa.Array) -> pa.Array:
+        """Redirect URLs as stored: redacted by the rules of `_url_columns`; an empty one is none."""
+        encoded = pc.dictionary_encode(url)
+        rows = self._url_rows(encoded.dictionary, paths=False)
+        shown = [
+            None if v == "" else row[0] for v, row in zip(encoded.dictionary.to_pylist(), rows, strict=True)
+        ]
+        return pa.array(shown, pa.string()).take(encoded.indices)
+
+    def _url_rows(self, distinct: pa.Array, paths: bool) -> list[tuple]:
+        """`_url_columns` of each distinct URL. Two tests over all of them joined together tell when no URL
+        can hold a token shape and when no secret value occurs in any: then a plain URL (`PLAIN_URL`) is
+        stored as it is, with the path the expression gives, and costs one RE2 match for the batch."""
+        values = distinct.to_pylist()
+        joined = "\n".join(values)
+        if not values or redaction.may_hold_token(joined) or self.secrets.occur_in(joined):
+            return [self._url_columns(v, paths) for v in values]
+        # a plain URL is stored as it is; the others by the whole rule
+        plain = pc.struct_field(pc.extract_regex(distinct, PLAIN_URL_RE2), "path").to_pylist()
+        return [
+            self._url_columns(v, paths)
+            if p is None
+            else (v, p, None, p.endswith(STATIC_ASSET_SUFFIXES))
+            if paths
+            else (v, None, None, False)
+            for v, p in zip(values, plain, strict=True)
+        ]
+
     def _url_columns(self, url: str, paths: bool) -> tuple[str | None, str | None, str | None, bool]:
         """One URL: redacted for storage, its path, its query as JSON, whether the engine ignores it."""
-        plain = _PLAIN_URL.match(url)
+        plain = PLAIN_URL.match(url)
         if plain is not None and not redaction.may_hold_token(url):
             # Only the trace's secret values to redact, and the path is what urlparse gives (tests/test_har.py).
             scrub_secrets = self.secrets.scrub
@@ -274,92 +329,48 @@ class EventsBuilder:
         return pc.replace_with_mask(pa.nulls(n, pa.string()), present, pa.array(bodies, pa.string()))
 
 
-class _HeaderGroups:
-    """The request headers of a batch, by distinct header list: shown object, navigation, referer, secrets.
+def _cookie_values(entries: list) -> list[str] | None:
+    """The batch's cookie values as FULL_ENTRY_TYPE's conversion reads them, in Python; None when a
+    cookie (or the object holding it) has a shape other than JSON's object, list, text or null where
+    the conversion expects one: that conversion then reads them."""
+    request_values: dict[str, None] = {}
+    response_values: dict[str, None] = {}
+    for entry in entries:
+        if type(entry) is not dict:
+            return None
+        for part, values in (("request", request_values), ("response", response_values)):
+            section = entry.get(part)
+            if section is None:
+                continue
+            if type(section) is not dict:
+                return None
+            cookies = section.get("cookies")
+            if not cookies:
+                if cookies is None or type(cookies) is list:
+                    continue
+                return None
+            if type(cookies) is not list:
+                return None
+            for cookie in cookies:
+                if type(cookie) is dict:
+                    value = cookie.get("value")
+                    if type(value) is str:
+                        values[value] = None
+                    elif value is not None:
+                        return None
+                elif cookie is not None:
+                    return None
+    return [*request_values, *response_values]
 
-    Each header list is keyed by a self-delimiting encoding of its (name, value) pairs, so two lists share a
-    key only when they are equal; the rules of `_shown` run once per key.
-    """
 
-    def __init__(self, headers: pa.ListArray, builder: EventsBuilder):
-        values = headers.values
-        names, texts = pc.struct_field(values, "name"), pc.struct_field(values, "value")
-        valid = pc.and_(pc.is_valid(names), pc.is_valid(texts))
-        texts = builder._cut(texts, "header values")
-        token = pc.binary_join_element_wise(
-            pc.cast(pc.utf8_length(names), pa.string()),
-            names,
-            pc.cast(pc.utf8_length(texts), pa.string()),
-            texts,
-            ":",
+def _arrow_cookie_values(arr: pa.StructArray) -> list[str]:
+    values: dict[str, None] = {}
+    for part in ("request", "response"):
+        cookies = pc.struct_field(
+            pc.list_flatten(pc.struct_field(pc.struct_field(arr, part), "cookies")), "value"
         )
-        token = pc.if_else(valid, token, "")
-        # List offsets index `headers.values`, which `token` follows one to one.
-        keys = pc.binary_join(pa.ListArray.from_arrays(headers.offsets, token), "")
-        present = pc.is_valid(headers)
-        keys = pc.if_else(present, keys, "")
-        encoded = pc.dictionary_encode(keys)
-        self.indices = encoded.indices
-        _, first = np.unique(self.indices.to_numpy(zero_copy_only=False), return_index=True)
-        start = headers.offsets.to_numpy()
-        present = present.to_numpy(zero_copy_only=False)
-        listed = [
-            (names[start[i] : start[i + 1]].to_pylist(), texts[start[i] : start[i + 1]].to_pylist())
-            if present[i]
-            else ([], [])
-            for i in first.tolist()
-        ]
-        shown = [_shown(n, v, builder.secrets) for n, v in listed]  # adds the secret headers' values
-        scrub = builder.secrets.scrub_all
-        self._shown = pa.array([scrub(dumps(s)) for s, _ in shown], pa.string())
-        self._referer = pa.array([scrub(s.get("referer")) for s, _ in shown], pa.string())
-        self._navigation = pa.array([nav for _, nav in shown], pa.bool_())
-
-    def shown(self) -> pa.Array:
-        return self._shown.take(self.indices)
-
-    def referer(self) -> pa.Array:
-        return self._referer.take(self.indices)
-
-    def navigation(self) -> pa.Array:
-        return self._navigation.take(self.indices)
-
-
-def _shown(names: list, values: list, secrets: Secrets) -> tuple[dict[str, str], bool]:
-    """One header list as stored (lower-cased names, secret values replaced, repeated names joined with
-    ', ', URLs redacted) and whether it passes the official navigation predicate (given a GET)."""
-    lowered: dict[str, str] = {}
-    shown: dict[str, str] = {}
-    for name, value in zip(names, values, strict=True):
-        if name is None or value is None:
-            continue
-        key = name.lower()
-        if key in _PREDICATE_HEADERS:
-            lowered[key] = value.lower()
-        if redaction.SECRET_HEADER.search(key) or redaction.SECRET_VALUE.match(value):
-            if key == "cookie":
-                for v in redaction.cookie_values(value):
-                    secrets.add(v)
-            secrets.add(value)
-            secrets.add(value.split(None, 1)[-1] if value.split() else value)
-            shown[key] = REDACTED
-        else:
-            if "://" in value:  # a Referer carries the page's query (form keys, tokens)
-                value = redaction.redact_url(value)
-            shown[key] = f"{shown[key]}, {value}" if key in shown else value
-    return shown, _navigation_headers(lowered)
-
-
-def _navigation_headers(headers: dict[str, str]) -> bool:
-    """The official navigation predicate's header part (`NetworkEvent.is_navigation_event`)."""
-    if "sec-fetch-user" in headers:
-        return (
-            headers.get("sec-fetch-dest") == "document"
-            and headers.get("sec-fetch-mode") == "navigate"
-            and headers.get("sec-fetch-user") == "?1"
-            and "text/html" in headers.get("accept", "")
-        )
-    return headers.get("accept", "").startswith("text/html")
+        values.update(dict.fromkeys(pc.unique(cookies.drop_null()).to_pylist()))
+    return list(values)
 
 
 def url_path(url: str) -> str:

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from core.errors import InputError, Problem
 from core.files import safe_files
-from core.files.har import TRACE_FILES, TraceTooLarge, parse_trace
+from core.files.har import TRACE_FILES, TraceTooLarge, gc_paused, parse_trace
 from core.files.network_events import FIELD_LIMIT
 from core.files.submission import AGENT_RESPONSE_FILE
 from core.scoring.agent_response import AgentResponseCheck, check_agent_response
@@ -115,25 +115,36 @@ def _read_task(run: str, task_dir: Path, task_id: int, problems: list[Problem]) 
 def read_and_score_chunk(
     run: str, config_json: str | None, chunk: list[tuple[int, str]]
 ) -> list[tuple[TaskRead, list[Problem], Any]]:
-    """Worker side: read each task directory, parse its trace once, score it (if `config_json`)."""
+    """Worker side: read each task directory, parse its trace once, score it (if `config_json`).
+
+    The cyclic GC stays paused for the whole task: re-enabled while the parsed trace is alive, the
+    allocations of the parse would trigger passes (now and then a full one) that walk it for nothing;
+    once the task's trace is dropped it is freed by reference counting, and the allocation count that
+    triggers a pass is back near where the task started.
+    """
     out = []
     for task_id, task_dir in chunk:
-        problems: list[Problem] = []
-        task = _read_task(run, Path(task_dir), task_id, problems)
-        task_score = None
-        # An empty trace is still scored: the engine reports the error itself.
-        if config_json is not None and task.scorable:
-            response: str | Path | None = task.response.raw_text if task.response else None
-            if response is None:  # present but not UTF-8: the engine reads (and rejects) it itself
-                response = Path(task_dir) / AGENT_RESPONSE_FILE
-            # model_construct: the entries come from our own parser; re-validating them is waste.
-            item = ScoringInput.model_construct(
-                task_id=task_id, agent_response=response, har_entries=task.scoring_entries or [],
-                har_path=task.trace_path, event_seqs=task.scoring_seqs,
-            )  # fmt: skip
-            task_score = score_chunk(config_json, [item])[0]
-        # The engine's copy of the trace stays here; only the stored rows go back to the parent.
-        task.scoring_entries = task.scoring_seqs = None
-        task.trace_path = None
-        out.append((task, problems, task_score))
+        with gc_paused():
+            out.append(_read_and_score(run, config_json, task_id, task_dir))
     return out
+
+
+def _read_and_score(run: str, config_json: str | None, task_id: int, task_dir: str) -> tuple:
+    problems: list[Problem] = []
+    task = _read_task(run, Path(task_dir), task_id, problems)
+    task_score = None
+    # An empty trace is still scored: the engine reports the error itself.
+    if config_json is not None and task.scorable:
+        response: str | Path | None = task.response.raw_text if task.response else None
+        if response is None:  # present but not UTF-8: the engine reads (and rejects) it itself
+            response = Path(task_dir) / AGENT_RESPONSE_FILE
+        # model_construct: the entries come from our own parser; re-validating them is waste.
+        item = ScoringInput.model_construct(
+            task_id=task_id, agent_response=response, har_entries=task.scoring_entries or [],
+            har_path=task.trace_path, event_seqs=task.scoring_seqs,
+        )  # fmt: skip
+        task_score = score_chunk(config_json, [item])[0]
+    # The engine's copy of the trace stays here; only the stored rows go back to the parent.
+    task.scoring_entries = task.scoring_seqs = None
+    task.trace_path = None
+    return task, problems, task_score

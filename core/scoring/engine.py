@@ -11,7 +11,6 @@ a status: the evaluator's own filter/normalise steps (pinned engine version, see
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections.abc import Callable, Iterable, Sequence, Sized
 from functools import cached_property, lru_cache, partial
@@ -23,7 +22,7 @@ import orjson
 from pydantic import BaseModel, Field, ValidationError
 
 from core.errors import InputError, NotFound
-from core.files.har import TRACE_FILES
+from core.files.har import TRACE_FILES, gc_paused
 from core.files.parallel import SCORING_MODULES, WorkerPool, arrow_without_pandas
 from core.files.redaction import redact_report
 from core.files.submission import run_directory
@@ -42,6 +41,8 @@ ENGINE_LOGGER = "WebArena-Verified"
 CANNOT_PASS: frozenset[int] = frozenset({319, 699, 700, 811})
 
 Status = Literal["success", "failure", "error"]
+# The one official evaluator that reads a task's network trace.
+NETWORK_EVALUATOR = "NetworkEventEvaluator"
 
 # Inputs per pool job: small enough for a smooth progress bar, large enough to amortise pickling.
 _CHUNK = 16
@@ -151,6 +152,34 @@ def check_config(pool: WorkerPool, config_json: str, source: str | Path) -> None
 
 
 # -- the per-process engine -----------------------------------------------------------------------
+def _hash_the_dataset_once() -> None:
+    """The engine hashes its whole dataset file (SHA-256 of 1.5 MB, about 1 ms) for every task it
+    evaluates, to report `webarena_verified_data_checksum`: hash each version of the file once per
+    process instead (a version: the same size and modification time)."""
+    from webarena_verified.api.internal import evaluator
+
+    if not isinstance(evaluator.compute_data_file_checksum, OncePerFileVersion):
+        evaluator.compute_data_file_checksum = OncePerFileVersion(evaluator.compute_data_file_checksum)
+
+
+class OncePerFileVersion:
+    """`compute(path)` remembered per (path, size, modification time): a file rewritten is computed anew."""
+
+    def __init__(self, compute: Callable[[Any], str]):
+        self.compute = compute
+        self.seen: dict[tuple[str, int, int], str] = {}
+
+    def __call__(self, path: Any) -> str:
+        try:
+            stat = Path(path).stat()
+        except OSError:
+            return self.compute(path)  # the engine's own error
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        if key not in self.seen:
+            self.seen[key] = self.compute(path)
+        return self.seen[key]
+
+
 class _Engine:
     """One `WebArenaVerified` (dataset loaded once) and the task configs it scores against."""
 
@@ -165,11 +194,17 @@ class _Engine:
         # turned a rejected config into a one-line error.
         cfg = WebArenaVerifiedConfig.model_validate(config) if config is not None else None
         self.wa = WebArenaVerified(config=cfg)
+        _hash_the_dataset_once()
 
     def score(self, item: ScoringInput) -> TaskScore:
         from webarena_verified.types.eval import TaskEvalContext
 
         entries = item.har_entries or _read_entries(item.har_path)
+        seqs = item.event_seqs
+        if entries and not self.reads_trace(item.task_id):
+            # The engine will not look at the trace (it only needs one given): one event stands for
+            # it, so the task pays for no NetworkEvent beyond the first.
+            entries, seqs = entries[:1], (seqs[:1] if seqs is not None else None)
         trace = _network_trace(entries) if entries is not None else None
         result = self.wa.evaluate_task(
             task_id=item.task_id,
@@ -194,7 +229,23 @@ class _Engine:
                 )
             except Exception:  # the engine already reported the problem as an error result
                 context = None
-        return _task_score(item.task_id, official, context, trace, item.event_seqs)
+        return _task_score(item.task_id, official, context, trace, seqs)
+
+    def reads_trace(self, task_id: int) -> bool:
+        """Whether the engine reads the task's network trace: an evaluator of the task does (only
+        `NetworkEventEvaluator`), or the config lacks a URL for one of the task's sites (the engine then
+        takes the sites' URLs from the trace's evaluation events, `_validate_config_for_eval`).
+        True for a task the engine does not know (it reports that itself)."""
+        try:
+            task = self.wa.get_task(task_id)
+        except Exception:
+            return True
+        environments = self.wa.config.environments
+        if not environments or not all(
+            site in environments and environments[site].urls for site in task.sites
+        ):
+            return True
+        return any(cfg.evaluator == NETWORK_EVALUATOR for cfg in task.eval)
 
 
 def _read_entries(path: Path | None) -> list[dict] | None:
@@ -251,12 +302,10 @@ def _engine_for(config_json: str) -> _Engine:
 def score_chunk(config_json: str, chunk: list[ScoringInput]) -> list[TaskScore]:
     """Score a chunk with this process's engine (built once per process and config)."""
     engine = _engine_for(config_json)
-    # Parsed traces are large acyclic trees: cyclic GC passes over them are pure cost.
-    gc.disable()
-    try:
+    # Parsed traces are large acyclic trees: cyclic GC passes over them are pure cost. (A caller that
+    # paused the GC itself keeps it paused: see core.ingest.wav_tasks.)
+    with gc_paused():
         return [engine.score(item) for item in chunk]
-    finally:
-        gc.enable()
 
 
 def score_inputs(
@@ -356,14 +405,14 @@ def _redact_network_reports(official: dict) -> dict:
     redacted: the stored result must not carry a HAR's secrets. Verdicts are untouched."""
     official = {k: redact_report(v) if k == "error_msg" else v for k, v in official.items()}
     results = official.get("evaluators_results") or []
-    if not any(r.get("evaluator_name") == "NetworkEventEvaluator" for r in results):
+    if not any(r.get("evaluator_name") == NETWORK_EVALUATOR for r in results):
         return official
     redacted = [
         {
             **r,
             **{k: redact_report(r.get(k)) for k in ("actual", "actual_normalized", "error_msg") if k in r},
         }
-        if r.get("evaluator_name") == "NetworkEventEvaluator"
+        if r.get("evaluator_name") == NETWORK_EVALUATOR
         else r
         for r in results
     ]
@@ -386,7 +435,7 @@ def _evaluator_row(idx: int, er: dict, cfg, context, seq_of: dict[int, int], bri
         error=er.get("error_msg"),
     )
     try:
-        if er["evaluator_name"] == "NetworkEventEvaluator" and cfg is not None and context is not None:
+        if er["evaluator_name"] == NETWORK_EVALUATOR and cfg is not None and context is not None:
             _locate_network_events(row, er, cfg, context, seq_of, briefs)
         elif status != "success":
             row.explanation = explanations.explain_evaluator(_with_alternatives(er, cfg, context))
