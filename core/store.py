@@ -292,7 +292,7 @@ def rows_table(rows: Iterable[Mapping[str, Any]], *, schema: pa.Schema | None = 
     try:
         return pa.Table.from_pylist(rows, schema=schema)
     except UnicodeEncodeError:  # a lone surrogate from a file (`"\ud800"` in JSON, a pickle)
-        return pa.Table.from_pylist([_valid_row(row) for row in rows], schema=schema)
+        return pa.Table.from_pylist([valid_row(row) for row in rows], schema=schema)
 
 
 def insert_rows(
@@ -341,8 +341,9 @@ def one_thread(cur: duckdb.DuckDBPyConnection) -> Iterator[None]:
             fresh.execute(f"SET threads = {int(threads)}")
 
 
-def _valid_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The row with lone surrogates in its text kept as their escapes (no store can hold them)."""
+def valid_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row with lone surrogates in its text kept as their escapes (no store can hold them): the row
+    as the database holds it, for a caller that shows what it wrote without reading it back."""
     return {key: _valid_value(value) for key, value in row.items()}
 
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 from core.errors import InputError, Problem
 from core.ingest.records import RunMeta, TrajectoryRecord, mark_answers
 from core.search import index as search_index
-from core.store import Store, insert_rows, one_thread, rows_table, utcnow
+from core.store import Store, insert_rows, one_thread, rows_table, utcnow, valid_row
 
 # Tables whose rows belong to one run: replacing a run clears all of them.
 RUN_TABLES = (
@@ -115,7 +115,8 @@ def sort_failures(failures: list[dict]) -> list[dict]:
     status DESC, task_id`), for an importer that lists them from the rows it wrote, not read back."""
     by_task = sorted(failures, key=lambda f: f["task_id"])
     by_status = sorted(by_task, key=lambda f: f["status"], reverse=True)  # stable: task order kept
-    return sorted(by_status, key=lambda f: f["cannot_pass"])
+    # Text as stored: a lone surrogate from an agent's answer kept as its escape (no terminal prints one).
+    return [valid_row(f) for f in sorted(by_status, key=lambda f: f["cannot_pass"])]
 
 
 def import_run(
