@@ -21,6 +21,35 @@ if TYPE_CHECKING:  # DuckDB and Arrow load when a command opens the store, not f
     from core.store import ShortLivedStore, Store
 
 
+class EscapingStream:
+    """sys.stdout or sys.stderr as it is at each write (a test's capture, a pipe), writing text the stream
+    cannot encode (an agent's lone surrogate, non-ASCII under LANG=C) as backslash escapes. Rich keeps a
+    print in its buffer until the write succeeds, so one unencodable string would otherwise make every
+    later print of the same console raise again."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+
+    def _stream(self) -> Any:
+        stream = sys.stderr if self._stderr else sys.stdout
+        # While a progress bar shows, rich swaps in a proxy that prints through this console: unwrapped as
+        # rich unwraps it, or a write would come back here.
+        return getattr(stream, "rich_proxied_file", stream)
+
+    def write(self, text: str) -> int:
+        stream = self._stream()
+        try:
+            return stream.write(text)
+        except UnicodeEncodeError:  # a text stream encodes the whole string before writing any of it
+            encoding = getattr(stream, "encoding", None) or "utf-8"
+            return stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "rich_proxied_file":  # rich would unwrap this wrapper and write past it
+            raise AttributeError(name)
+        return getattr(self._stream(), name)
+
+
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
 # Run names, gold-set names, file names and agent text are data: with markup off for every print, a
 # name like `[/bad]` prints as itself instead of raising MarkupError after an import has committed.
@@ -30,8 +59,9 @@ def _console(stderr: bool) -> Console:
 
     stream = sys.stderr if stderr else sys.stdout
     return Console(
-        stderr=stderr, soft_wrap=True, width=None if stream.isatty() else 200, markup=False, highlight=False
-    )
+        file=EscapingStream(stderr), soft_wrap=True, width=None if stream.isatty() else 200, markup=False,
+        highlight=False,
+    )  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
