@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, get_args
 import typer
 
 from core.errors import InputError
+from core.ingest.commands import IMPORT_COMMANDS
 from core.ingest.paradigm import Paradigm
 from core.progress import ProgressCallback
 
@@ -85,6 +86,12 @@ def _check_paradigm(value: str) -> str:
 PARADIGM_OPTION = typer.Option(
     "--paradigm", help="Agent paradigm: " + ", ".join(PARADIGMS) + ".", callback=_check_paradigm
 )
+
+
+def import_command(import_app: typer.Typer, name: str, **options: Any) -> Any:
+    """The decorator that adds command `name` of core.ingest.commands.IMPORT_COMMANDS to the `import` group,
+    listed with that list's description (the one the empty Runs page shows); a name not in the list raises."""
+    return import_app.command(name, short_help=IMPORT_COMMANDS[name], **options)
 
 
 def db_path(ctx: typer.Context) -> Path | None:
