@@ -219,18 +219,17 @@ def cause_bars(table: pd.DataFrame) -> go.Figure:
     return fig
 
 
-# How far from zero (in points) a delta's label turns inward: 'n=5, too few to tell' is about a quarter of
-# the −105…105 axis wide, so a label centred on a point beyond ±50 would run past the plot's edge.
-DELTA_LABEL_TURN = 50.0
+# How far from zero (in points) a delta's label turns inward: half the −105…105 axis's reach, so a label of
+# up to a quarter of the axis ('n=5, too few to tell' is about that) reaching outward from a point inside it
+# ends before the plot's edge, and reaching inward from a point beyond it ends before 0.
+DELTA_LABEL_TURN = 52.5
 
 
 def delta_text_positions(diff: pd.Series) -> list[str]:
-    """Each delta's label above its point, centred, or reaching toward the middle of the axis when the
-    point lies near an edge (a label centred on −100 or +100 is cut by the plot's edge)."""
-    return [
-        "top left" if d > DELTA_LABEL_TURN else "top right" if d < -DELTA_LABEL_TURN else "top center"
-        for d in diff
-    ]
+    """Each delta's label above its point, on the side away from zero (a label centred on a point near 0 was
+    crossed by the dotted zero line), or toward zero when the point lies beyond ±`DELTA_LABEL_TURN` (a
+    label reaching outward from −100 or +100 is cut by the plot's edge; reaching inward it ends before 0)."""
+    return ["top left" if d > DELTA_LABEL_TURN or -DELTA_LABEL_TURN <= d < 0 else "top right" for d in diff]
 
 
 def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:
