@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from core.queries.search import SearchHit, SearchResult
+from core.queries.search import SearchHit, SearchResult, Snippet
 from dashboard import state
 from dashboard.text import escape_md
 
@@ -64,10 +64,19 @@ def render(result: SearchResult, params: Mapping[str, str | None]) -> None:
             st.page_link(
                 state.TASK_PAGE, label=escape_md(_where(hit), 160), query_params=task_link_params(hit)
             )
-            s = hit.snippet
-            st.markdown(
-                f"{escape_md(s.before, None)}:orange-background[{escape_md(s.match, None)}]{escape_md(s.after, None)}"
-            )
+            st.markdown(snippet_markdown(hit.snippet))
+
+
+def snippet_markdown(snippet: Snippet) -> str:
+    """The snippet as Markdown, its text escaped and the match in bold orange inside it: no highlighted
+    background (its padding read as spaces around a match inside a URL: 'admin/ customer /index/'), and the
+    spaces on either side of the match kept (escaping each part alone dropped them: 'thecustomerservice')."""
+
+    def part(text: str) -> str:
+        lead, trail = (" " if text[:1].isspace() else ""), (" " if text[-1:].isspace() else "")
+        return lead + escape_md(text, None) + trail if text.strip() else lead
+
+    return f"{part(snippet.before)}:orange[**{escape_md(snippet.match, None)}**]{part(snippet.after)}"
 
 
 def _nothing_found(params: Mapping[str, str | None]) -> None:
