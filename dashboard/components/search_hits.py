@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
+from core.queries.causes import cause_name
 from core.queries.search import SearchHit, SearchResult, Snippet
 from dashboard import state
 from dashboard.text import escape_md
@@ -30,7 +31,7 @@ def task_link_params(hit: SearchHit) -> dict[str, str]:
 def _where(hit: SearchHit) -> str:
     at = f"step {hit.step}" if hit.step is not None else (
         f"event {hit.event_seq}" if hit.event_seq is not None else "task")  # fmt: skip
-    cause = hit.cause_text()
+    cause = cause_name(hit.cause) if hit.cause else hit.cause_text()  # in words, as every other page says it
     return " · ".join(
         p
         for p in (hit.run, f"task {hit.task_id}", at, hit.kind, hit.outcome, cause and f"cause: {cause}")
@@ -88,7 +89,8 @@ def _nothing_found(params: Mapping[str, str | None]) -> None:
     )
     for key, value in used.items():
         others = {k: v for k, v in params.items() if k != key and v}
+        shown = cause_name(value) if key == "cause" else value  # the URL keeps the code
         st.page_link(
-            state.SEARCH_PAGE, label=escape_md(f"Same search, {FILTERS[key]} (not only {value})", 160),
+            state.SEARCH_PAGE, label=escape_md(f"Same search, {FILTERS[key]} (not only {shown})", 160),
             query_params=others, icon=":material/filter_alt_off:",
         )  # fmt: skip
