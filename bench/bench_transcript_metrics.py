@@ -23,12 +23,26 @@ import statistics
 import time
 
 from bench.metrics_setup import GOLD, pair_by_pair, store_with_gold
-from core.ingest.webarena_render import decode_render, find_renders, import_webarena_render, parse_render
+from core.ingest.tool_transcript import is_tool_transcript
+from core.ingest.webarena_render import (
+    Render,
+    decode_render,
+    find_renders,
+    import_webarena_render,
+    parse_render,
+)
 from core.measure.judge.cascade import make_judge
 from core.measure.metrics_run import run_metrics
 
 TARGET_S = 20.0
 RUNS = 3
+
+
+def harness_steps(renders: list[Render]) -> tuple[int, int]:
+    """(the steps the harness rendered, how many of them hold a tool-using session's whole transcript): the
+    import splits each transcript into one step per tool call, so the run stores ~25x as many steps."""
+    steps = [s for r in renders for s in r.steps]
+    return len(steps), sum(is_tool_transcript(s.raw_output) for s in steps)
 
 
 def main() -> None:
@@ -38,10 +52,9 @@ def main() -> None:
         summary = import_webarena_render(store, folder, "babelcloud")
         import_s = time.perf_counter() - started
         started = time.perf_counter()
-        rendered = sum(
-            len(parse_render(decode_render(p.read_bytes())[0]).steps) for p in find_renders(folder)
-        )
+        renders = [parse_render(decode_render(p.read_bytes())[0]) for p in find_renders(folder)]
         parse_s = time.perf_counter() - started
+        shown, transcripts = harness_steps(renders)
         kinds = dict(store.query("SELECT kind, count(*) FROM steps WHERE run = 'babelcloud' GROUP BY 1"))
 
         timings = []
@@ -56,8 +69,10 @@ def main() -> None:
 
     ours = statistics.median(timings)
     p95 = sorted(timings)[max(0, round(0.95 * len(timings)) - 1)]
-    print(f"{summary.n_tasks} tasks, {rendered} rendered steps -> {kinds.get('action', 0)} action + "
-          f"{kinds.get('observe', 0)} observe steps; {measured.tasks_with_gold} tasks with gold; {total} distinct "
+    print(f"{summary.n_tasks} tasks: the renders show {shown} harness steps, {transcripts} of them a whole "
+          f"tool-call transcript (split into one step per call) -> {sum(kinds.values())} stored steps: "
+          f"{kinds.get('action', 0)} action + {kinds.get('observe', 0)} observe; "
+          f"{measured.tasks_with_gold} tasks with gold; {total} distinct "
           f"pairs (baseline asked {asked} times); stages {dict(sorted(judge.stats.items()))}")  # fmt: skip
     print(f"{'':<34}{'ours':>9}{'p50':>8}{'p95':>8}{'baseline':>10}{'ratio':>8}{'target':>9}")
     print(f"{'import (split + write) s':<34}{import_s:>9.2f}{'':>8}{'':>8}{parse_s:>10.2f}{import_s / parse_s:>8.2f}{'':>9}")  # fmt: skip

@@ -19,14 +19,10 @@ SUCCESS_COLOR = "#2f6fde"
 EVENT_COLORS = {"navigation": "#2f6fde", "mutation": "#e4572e", "other": "#9aa5b1"}
 
 
-def _text_positions(rates: pd.Series, room: float = 12) -> list[str]:
-    """'inside' for bars long enough to hold their label (in % of the axis), 'outside' for the others."""
-    return ["inside" if not is_missing(r) and r >= room else "outside" for r in rates]
-
-
 def success_by_site(per_site: pd.DataFrame, title: str | None = None) -> go.Figure:
-    """Horizontal bars of the success rate per site with the 95 % CI as error bars and
-    'successes/scored' on each bar; the site is the bar's customdata (a click opens Triage on it)."""
+    """Horizontal bars of the success rate per site with the 95 % CI as error bars, 'site · successes/scored'
+    beside each bar and its rate on it (inside from its start, or past its whisker: `labelled_bars`); the
+    site is the bar's customdata (a click opens Triage on it)."""
     df = per_site[per_site["scored"] > 0].sort_values(["success_rate", "site"], ascending=[True, False])
     rate = df["success_rate"].astype(float) * 100
     labels = [
@@ -34,22 +30,14 @@ def success_by_site(per_site: pd.DataFrame, title: str | None = None) -> go.Figu
         f"{html.escape(str(site))} · {s}/{n}"
         for site, s, n in zip(df["site"], df["successes"], df["scored"], strict=True)
     ]
-    fig = go.Figure(
-        go.Bar(
-            y=labels, x=rate, orientation="h", marker_color=SUCCESS_COLOR,
-            # A short bar cannot hold its label (a 0 % bar has no width at all): the label goes beside it.
-            text=[percent(r / 100) for r in rate], textposition=_text_positions(rate), insidetextanchor="end",
-            cliponaxis=False,
-            customdata=df["site"],
-            error_x={"type": "data", "symmetric": False,
-                     "array": (df["ci_high"].astype(float) * 100 - rate).tolist(),
-                     "arrayminus": (rate - df["ci_low"].astype(float) * 100).tolist(),
-                     "color": "#555", "thickness": 1},
-            hovertemplate="%{y} tasks: %{x:.1f} %<extra></extra>",
-        )
+    fig = go.Figure()
+    labelled_bars(
+        fig, y=labels, rate=rate, low=df["ci_low"].astype(float) * 100, high=df["ci_high"].astype(float) * 100,
+        text=[percent(r / 100) for r in rate], customdata=df["site"].tolist(), offsetgroup="0",
+        marker_color=SUCCESS_COLOR, hovertemplate="%{y} tasks: %{x:.1f} %<extra></extra>",
     )  # fmt: skip
     fig.update_layout(
-        title=html.escape(title) if title else None, height=max(160, 60 + 30 * len(df)), margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        title=html.escape(title) if title else None, height=max(160, 60 + 30 * len(df)), margin={"l": 10, "r": 60, "t": 40 if title else 10, "b": 10},
         xaxis={"title": "success rate (%) with 95 % CI", "range": [0, 100]}, yaxis={"type": "category"},
         showlegend=False,
     )  # fmt: skip
@@ -144,6 +132,38 @@ def bar_labels(rate: pd.Series, low: pd.Series, high: pd.Series) -> list[float |
     ]
 
 
+def labelled_bars(
+    fig: go.Figure,
+    *,
+    y: list,
+    rate: pd.Series,
+    low: pd.Series,
+    high: pd.Series,
+    text: list[str],
+    customdata: list,
+    offsetgroup: str,
+    **bar: object,
+) -> None:
+    """Add horizontal bars with their 95 % CI whiskers and one label each, placed by `bar_labels`: inside the
+    bar from its start, or as text beside it (a text trace in the bar's offset group) past the whisker."""
+    outside = bar_labels(rate, low, high)
+    fig.add_bar(
+        y=y, x=rate, orientation="h", offsetgroup=offsetgroup,
+        text=[t if at is None else "" for t, at in zip(text, outside, strict=True)],
+        textposition="inside", insidetextanchor="start", insidetextfont={"color": "white"},
+        customdata=customdata,
+        error_x={"type": "data", "symmetric": False, "array": (high - rate).tolist(),
+                 "arrayminus": (rate - low).tolist(), "color": "#555", "thickness": 1},
+        **bar,
+    )  # fmt: skip
+    fig.add_scatter(
+        y=y, x=outside, orientation="h", mode="text", offsetgroup=offsetgroup, showlegend=False,
+        text=[t if at is not None else "" for t, at in zip(text, outside, strict=True)],
+        textposition="middle right", textfont={"color": "#333"}, cliponaxis=False,
+        customdata=customdata, hoverinfo="skip",
+    )  # fmt: skip
+
+
 def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
     """Grouped horizontal bars of success rate per value, one colour per run, 95 % CI as error bars and
     'rate · successes/scored' on every bar (inside from its start, or past its whisker: `bar_labels`); each
@@ -166,23 +186,10 @@ def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
             f"{percent(r / 100)} · {s}/{n}"
             for r, s, n in zip(rate, part["successes"], part["scored"], strict=True)
         ]
-        outside = bar_labels(rate, low, high)
-        customdata = [[run, v] for v in part.index]
-        fig.add_bar(
-            y=y, x=rate, orientation="h", name=html.escape(run), marker_color=RUN_COLORS[i % len(RUN_COLORS)],
-            offsetgroup=str(i), text=[t if at is None else "" for t, at in zip(text, outside, strict=True)],
-            textposition="inside", insidetextanchor="start", insidetextfont={"color": "white"},
-            customdata=customdata,
-            error_x={"type": "data", "symmetric": False, "array": (high - rate).tolist(),
-                     "arrayminus": (rate - low).tolist(), "color": "#555", "thickness": 1},
+        labelled_bars(
+            fig, y=y, rate=rate, low=low, high=high, text=text, customdata=[[run, v] for v in part.index],
+            offsetgroup=str(i), name=html.escape(run), marker_color=RUN_COLORS[i % len(RUN_COLORS)],
             hovertemplate=f"{html.escape(run)}<br>%{{y}}: %{{x:.1f}} %<extra></extra>",
-        )  # fmt: skip
-        # The other labels as text beside their bar (the same offset group), starting past the whisker.
-        fig.add_scatter(
-            y=y, x=outside, orientation="h", mode="text", offsetgroup=str(i), showlegend=False,
-            text=[t if at is not None else "" for t, at in zip(text, outside, strict=True)],
-            textposition="middle right", textfont={"color": "#333"}, cliponaxis=False,
-            customdata=customdata, hoverinfo="skip",
         )  # fmt: skip
     height = 80 + 26 * max(len(values), 1) * max(len(runs), 1) + 14 * len(values)
     fig.update_layout(
@@ -212,18 +219,17 @@ def cause_bars(table: pd.DataFrame) -> go.Figure:
     return fig
 
 
-# How far from zero (in points) a delta's label turns inward: 'n=5, too few to tell' is about a quarter of
-# the −105…105 axis wide, so a label centred on a point beyond ±50 would run past the plot's edge.
-DELTA_LABEL_TURN = 50.0
+# How far from zero (in points) a delta's label turns inward: half the −105…105 axis's reach, so a label of
+# up to a quarter of the axis ('n=5, too few to tell' is about that) reaching outward from a point inside it
+# ends before the plot's edge, and reaching inward from a point beyond it ends before 0.
+DELTA_LABEL_TURN = 52.5
 
 
 def delta_text_positions(diff: pd.Series) -> list[str]:
-    """Each delta's label above its point, centred, or reaching toward the middle of the axis when the
-    point lies near an edge (a label centred on −100 or +100 is cut by the plot's edge)."""
-    return [
-        "top left" if d > DELTA_LABEL_TURN else "top right" if d < -DELTA_LABEL_TURN else "top center"
-        for d in diff
-    ]
+    """Each delta's label above its point, on the side away from zero (a label centred on a point near 0 was
+    crossed by the dotted zero line), or toward zero when the point lies beyond ±`DELTA_LABEL_TURN` (a
+    label reaching outward from −100 or +100 is cut by the plot's edge; reaching inward it ends before 0)."""
+    return ["top left" if d > DELTA_LABEL_TURN or -DELTA_LABEL_TURN <= d < 0 else "top right" for d in diff]
 
 
 def deltas(per_site: pd.DataFrame, a: str, b: str) -> go.Figure:

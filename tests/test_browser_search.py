@@ -77,3 +77,33 @@ def test_search_page_filters_travel_in_the_url(served):
         assert page.get_by_text("webarena-render-babelcloud · task", exact=False).count() == 0
         assert page.locator("[data-testid='stException']").count() == 0
         assert page.get_by_text("Not in the search index", exact=False).count() == 0
+
+
+def test_a_snippet_reads_as_its_text_with_the_match_marked_inside_it(served, demo_db):
+    """A hit's snippet in the browser is its text exactly, the match marked in place: no space lost around
+    it (escaping each part alone read 'thecustomerservice') and none added (a highlighted background's
+    padding read 'admin/ customer /index/' inside a URL)."""
+    from core.queries.search import search
+
+    url, _ = served
+    with Store(demo_db, read_only=True) as store:
+        expected = {
+            run: search(store, "customer", run=run, limit=50).hits[0].snippet
+            for run in ("wav-demo", "opagent")
+        }
+    assert expected["wav-demo"].before.endswith("/admin/") and expected["wav-demo"].after.startswith("/")
+    assert expected["opagent"].before.endswith(" ") and expected["opagent"].after.startswith(" ")
+    with browser_page() as page:
+        for run, snippet in expected.items():
+            page.goto(f"{url}/search?{urlencode({'query': 'customer', 'run': run})}")
+            wait_idle(page)
+            shown = page.locator(".st-key-hit-0 [data-testid='stMarkdownContainer']").last
+            mark = shown.locator("span.stMarkdownColoredText, span.stMarkdownColoredBackground")
+            mark.wait_for(timeout=60_000)
+            text = shown.inner_text().replace("\u2060", "")
+            assert text == snippet.before + snippet.match + snippet.after, run
+            assert mark.inner_text() == snippet.match
+            padding = mark.evaluate(
+                "e => [getComputedStyle(e).paddingLeft, getComputedStyle(e).paddingRight]"
+            )
+            assert padding == ["0px", "0px"], run

@@ -73,3 +73,18 @@ def test_every_import_command_checks_paradigm_the_same_way(tmp_path, shipped_dat
 
         with Store(tmp_path / "p.duckdb", read_only=True) as store:
             assert store.query("SELECT count(*) FROM runs")[0][0] == 0
+
+
+def test_an_unencodable_print_is_escaped_and_does_not_poison_later_prints(capsys):
+    """A lone surrogate (an agent's answer) printed through the CLI's consoles comes out as its escape, and
+    the next print still works: rich keeps a failed write in its buffer, so before, every later print of the
+    same process re-raised the first one's error."""
+    from core.cli import ui
+
+    ui.say("answer: \ud800 end")
+    ui.say("a normal line")
+    ui.err_console.print("err \udfff")
+    ui.err_console.print("after")
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["answer: \\ud800 end", "a normal line"]
+    assert err.splitlines() == ["err \\udfff", "after"]

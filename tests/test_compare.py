@@ -144,10 +144,12 @@ def test_runs_sharing_no_scored_task_are_never_paired(full_demo_db):
         assert compare.comparison_pair(s, [WAV, OPAGENT, "agentlab-sample"]) == (OPAGENT, "agentlab-sample")
 
 
-def test_a_delta_near_the_edge_labels_toward_the_middle(demo_db):
+def test_a_delta_label_stays_inside_the_plot_and_off_the_zero_line(demo_db):
     """Compare's per-site chart: a label centred on a point near −100 or +100 ran past the plot's edge
-    ('n=2, too few to tell' cut to 'oo few to tell'); beyond ±50 points it reaches toward the middle."""
-    from dashboard.charts import deltas
+    ('n=2, too few to tell' cut to 'oo few to tell'), and one centred on a point near 0 was crossed by the
+    dotted zero line. Each label reaches from its point away from zero, or toward it beyond ±52.5 points;
+    a label (at most a quarter of the axis wide) then spans neither 0 nor an edge."""
+    from dashboard.charts import DELTA_LABEL_TURN, deltas
 
     seen = set()
     for a, b in ((BABEL, OPAGENT), (OPAGENT, BABEL)):
@@ -155,8 +157,12 @@ def test_a_delta_near_the_edge_labels_toward_the_middle(demo_db):
             fig = deltas(compare.compare_runs(s, a, b).per_site, a, b)
         (points,) = fig.data
         assert fig.layout.xaxis.range == (-105, 105) and points.cliponaxis is False
+        assert [s.x0 for s in fig.layout.shapes] == [0]  # the dotted zero line
+        width = (fig.layout.xaxis.range[1] - fig.layout.xaxis.range[0]) / 4
+        assert width == DELTA_LABEL_TURN  # a quarter of the axis: half of each side's reach
         for x, position, text in zip(points.x, points.textposition, points.text, strict=True):
-            side = "left" if x > 50 else "right" if x < -50 else "center"
-            assert position == f"top {side}", (x, text)
-            seen.add(side)
-    assert seen == {"left", "right", "center"}  # the demo has points near both edges and in the middle
+            start, end = (x, x + width) if position == "top right" else (x - width, x)
+            assert position in ("top left", "top right") and not start < 0 < end, (x, text, position)
+            assert start >= -105 and end <= 105, (x, text, position)
+            seen.add((position, "edge" if abs(x) > DELTA_LABEL_TURN else "middle"))
+    assert len(seen) == 4  # the demo has points near both edges and near 0 on both sides

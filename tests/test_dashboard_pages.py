@@ -41,18 +41,32 @@ def test_empty_database_guides_on_every_page(open_page, tmp_path):
     import typer.main
 
     from core.cli.main import import_app
-    from dashboard.components.import_hint import IMPORT_COMMANDS
 
     Store(tmp_path / "empty.duckdb").close()
     runs_page = page_texts(open_page(tmp_path / "empty.duckdb"))
     assert "No runs imported yet" in runs_page and "make demo" in runs_page
-    # Every import command the CLI has, OpAgent's included: the page's list is exactly the CLI's import group.
-    commands = list(typer.main.get_command(import_app).commands)
+    # Every import command the CLI has, OpAgent's included, each with what it reads.
+    commands = typer.main.get_command(import_app).commands
     assert {"wav-run", "agentlab", "browsergym", "opagent", "webarena-render", "jsonl"} <= set(commands)
-    assert [name for name, _ in IMPORT_COMMANDS] == commands
     assert all(f"`trajreview import {name}`" in runs_page for name in commands)
+    for name in ("wav-run", "opagent", "requirements"):  # the page's words are the CLI's listing's words
+        assert commands[name].get_short_help_str(limit=500) in runs_page
     assert "No runs imported yet" in page_texts(open_page(tmp_path / "empty.duckdb", TRIAGE))
     assert "Pick a task in Triage" in page_texts(open_page(tmp_path / "empty.duckdb", TASK))
+
+
+def test_the_import_group_is_built_from_the_one_list_of_import_commands():
+    """core.ingest.commands.IMPORT_COMMANDS is the CLI's import group, in its order, with its descriptions;
+    the Runs page reads the same list (above). `tasks` is registered in core/cli/main.py by name."""
+    import typer.main
+
+    from core.cli.main import import_app
+    from core.ingest.commands import IMPORT_COMMANDS
+
+    commands = typer.main.get_command(import_app).commands
+    assert list(commands) == list(IMPORT_COMMANDS)
+    described = {name: c.get_short_help_str(limit=500) for name, c in commands.items() if name != "tasks"}
+    assert described == {name: what for name, what in IMPORT_COMMANDS.items() if name != "tasks"}
 
 
 def test_missing_database_is_one_line_not_a_traceback(open_page, tmp_path):

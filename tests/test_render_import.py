@@ -139,6 +139,31 @@ def test_renders_without_tool_transcripts_keep_one_step_per_rendered_step(
     assert "transcript" not in {k for (k,) in kinds}
 
 
+def test_the_transcript_bench_counts_harness_steps_and_their_transcripts(
+    render_store: Store, render_root: Path
+):
+    """bench_transcript_metrics printed '873 rendered steps' beside 22,133 stored ones without saying why:
+    the 873 are the harness's steps in babelcloud's renders, most of them one tool-using session's whole
+    transcript, which the import splits into one step per tool call; a render without one keeps its steps."""
+    from bench.bench_transcript_metrics import harness_steps
+    from core.ingest.webarena_render import decode_render, find_renders
+
+    renders = {
+        int(p.stem.removeprefix("render_")): parse_render(decode_render(p.read_bytes())[0])
+        for p in find_renders(render_root / BABELCLOUD)
+    }
+    shown, transcripts = harness_steps(list(renders.values()))
+    stored = dict(
+        render_store.query("SELECT task_id, count(*) FROM steps WHERE run = ? GROUP BY 1", [BABELCLOUD])
+    )
+    split = {t for (t,) in render_store.query(
+        "SELECT DISTINCT task_id FROM observations WHERE run = ? AND kind = 'transcript'", [BABELCLOUD])}  # fmt: skip
+    assert shown == sum(len(r.steps) for r in renders.values()) and 0 < transcripts == len(split) < shown
+    kept = [t for t in renders if t not in split]
+    assert kept and all(stored.get(t, 0) == len(renders[t].steps) for t in kept)
+    assert sum(stored.values()) > 10 * shown  # the split, not a miscount, makes the stored steps many more
+
+
 def test_crash_detail_comes_from_error_txt(render_store: Store, render_root: Path):
     detail = _trajectory(render_store, "HuiyuanYan__webarena", 9)["termination_detail"]
     error_txt = (render_root / "HuiyuanYan__webarena" / "results" / "error.txt").read_text(encoding="utf-8")

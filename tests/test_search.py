@@ -262,13 +262,13 @@ def test_an_empty_search_page_offers_the_same_search_without_each_filter(open_pa
     }
     assert links == {
         "Same search, every run (not only wav-demo)": {"query": ["customer"], "cause": ["gave_up"], "limit": ["50"]},
-        "Same search, any primary cause (not only gave_up)": {"query": ["customer"], "run": ["wav-demo"],
-                                                              "limit": ["50"]},
+        "Same search, any primary cause (not only gave up early)": {"query": ["customer"], "run": ["wav-demo"],
+                                                                    "limit": ["50"]},
     }  # fmt: skip
     with Store(demo, read_only=True) as store:
         found = search(store, "customer", run="wav-demo", limit=50)
     assert 0 < found.total < 50
-    params = {k: v[0] for k, v in links["Same search, any primary cause (not only gave_up)"].items()}
+    params = {k: v[0] for k, v in links["Same search, any primary cause (not only gave up early)"].items()}
     at = open_page(demo, "views/search.py", **params)
     plural = "text" if found.total == 1 else "texts"
     assert at.caption[0].value == f"{found.total} matching {plural}; {found.total} shown." and not at.info
@@ -304,3 +304,22 @@ def test_a_wav_import_indexes_its_network_urls_as_a_rebuild_does(tasks_store, sh
     assert sum(1 for h in imported[1] if h[2] == "network url") == distinct > 0
     search_index.reindex(tasks_store)
     assert hits() == imported
+
+
+def test_causes_read_as_the_taxonomys_words_and_travel_as_codes(open_page, demo: Path):
+    """Search's cause filter and its hits' links say a cause as every other page does (`gave up early`, in the
+    taxonomy's order), while the URL keeps the code (`cause=gave_up`)."""
+    from core.diagnose.taxonomy import CAUSE_NAME, PRECEDENCE, UNDECIDED
+    from core.queries.search import search_filters
+
+    with Store(demo, read_only=True) as store:
+        codes = search_filters(store)["cause"]
+        found = search(store, "page", run="opagent", cause="gave_up", limit=50)
+    order = (*PRECEDENCE, UNDECIDED)
+    assert len(codes) >= 3 and codes == sorted(codes, key=order.index)
+    at = open_page(demo, "views/search.py", query="page", run="opagent", cause="gave_up")
+    box = next(b for b in at.selectbox if b.label == "Primary cause")
+    assert box.options == [CAUSE_NAME[c] for c in codes] and box.value == "gave_up"
+    labels = [link.proto.label.replace("\\", "") for link in at.get("page_link")]
+    assert found.total and len(labels) == len(found.hits)
+    assert all(label.endswith("· cause: gave up early") for label in labels), labels[:3]

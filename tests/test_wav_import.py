@@ -541,10 +541,12 @@ def test_the_failures_listed_after_an_import_are_the_stored_ones(
 
     cases = list(_odd_files(wav).values())
     ids = [t for (t,) in tasks_store.query("SELECT task_id FROM tasks ORDER BY task_id DESC LIMIT 16")]
+    # Task 107's answer holds a lone surrogate: listed as stored (its escape), not as the agent wrote it.
+    lone = b'{"task_type":"RETRIEVE","status":"SUCCESS","retrieved_data":["\\ud800"]}'
     for n, task_id in enumerate([*ids, *TASKS]):
         task_dir = tmp_path / "mixed" / str(task_id)
         task_dir.mkdir(parents=True)
-        har, response = cases[n % len(cases)]
+        har, response = cases[n % len(cases)] if task_id != 107 else (cases[0][0], lone)
         (task_dir / "network.har").write_bytes(har)
         (task_dir / "agent_response.json").write_bytes(response)
     summary = import_wav_run(
@@ -554,6 +556,7 @@ def test_the_failures_listed_after_an_import_are_the_stored_ones(
         {k: v for k, v in row.items() if k in FAILURE_FIELDS} for row in failed_tasks(tasks_store, "mixed")
     ]
     assert len({f["status"] for f in stored}) >= 2 and len(stored) >= 10
+    assert any("\\ud800" in (f["explanation"] or "") for f in stored)
     assert summary.failures == stored
 
 

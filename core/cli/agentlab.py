@@ -57,5 +57,5 @@ def import_agentlab_cmd(
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add this area's commands to the main app and to the `import` group."""
-    import_app.command("agentlab")(import_agentlab_cmd)
-    import_app.command("browsergym", help="Alias of `import agentlab`.")(import_agentlab_cmd)
+    ui.import_command(import_app, "agentlab")(import_agentlab_cmd)
+    ui.import_command(import_app, "browsergym", help="Alias of `import agentlab`.")(import_agentlab_cmd)

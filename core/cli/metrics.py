@@ -269,4 +269,4 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     app.command("metrics")(metrics_cmd)
     app.command("report")(report_cmd)
     app.command("judge-agreement")(judge_agreement_cmd)
-    import_app.command("requirements")(import_requirements_cmd)
+    ui.import_command(import_app, "requirements")(import_requirements_cmd)

@@ -126,7 +126,7 @@ def import_opagent_cmd(
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add this area's commands to the main app and to the `import` group."""
-    import_app.command("opagent")(import_opagent_cmd)
-    import_app.command("webarena-render")(import_webarena_render_cmd)
-    import_app.command("gold")(import_gold_cmd)
-    import_app.command("jsonl")(import_jsonl_cmd)
+    ui.import_command(import_app, "opagent")(import_opagent_cmd)
+    ui.import_command(import_app, "webarena-render")(import_webarena_render_cmd)
+    ui.import_command(import_app, "gold")(import_gold_cmd)
+    ui.import_command(import_app, "jsonl")(import_jsonl_cmd)

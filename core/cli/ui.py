@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, get_args
 import typer
 
 from core.errors import InputError
+from core.ingest.commands import IMPORT_COMMANDS
 from core.ingest.paradigm import Paradigm
 from core.progress import ProgressCallback
 
@@ -19,6 +20,35 @@ if TYPE_CHECKING:  # DuckDB and Arrow load when a command opens the store, not f
     from rich.console import Console
 
     from core.store import ShortLivedStore, Store
+
+
+class EscapingStream:
+    """sys.stdout or sys.stderr as it is at each write (a test's capture, a pipe), writing text the stream
+    cannot encode (an agent's lone surrogate, non-ASCII under LANG=C) as backslash escapes. Rich keeps a
+    print in its buffer until the write succeeds, so one unencodable string would otherwise make every
+    later print of the same console raise again."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+
+    def _stream(self) -> Any:
+        stream = sys.stderr if self._stderr else sys.stdout
+        # While a progress bar shows, rich swaps in a proxy that prints through this console: unwrapped as
+        # rich unwraps it, or a write would come back here.
+        return getattr(stream, "rich_proxied_file", stream)
+
+    def write(self, text: str) -> int:
+        stream = self._stream()
+        try:
+            return stream.write(text)
+        except UnicodeEncodeError:  # a text stream encodes the whole string before writing any of it
+            encoding = getattr(stream, "encoding", None) or "utf-8"
+            return stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "rich_proxied_file":  # rich would unwrap this wrapper and write past it
+            raise AttributeError(name)
+        return getattr(self._stream(), name)
 
 
 # Piped output (files, CI logs) gets a wide fixed width so tables are not squeezed to 80 columns.
@@ -30,8 +60,9 @@ def _console(stderr: bool) -> Console:
 
     stream = sys.stderr if stderr else sys.stdout
     return Console(
-        stderr=stderr, soft_wrap=True, width=None if stream.isatty() else 200, markup=False, highlight=False
-    )
+        file=EscapingStream(stderr), soft_wrap=True, width=None if stream.isatty() else 200, markup=False,
+        highlight=False,
+    )  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
@@ -55,6 +86,12 @@ def _check_paradigm(value: str) -> str:
 PARADIGM_OPTION = typer.Option(
     "--paradigm", help="Agent paradigm: " + ", ".join(PARADIGMS) + ".", callback=_check_paradigm
 )
+
+
+def import_command(import_app: typer.Typer, name: str, **options: Any) -> Any:
+    """The decorator that adds command `name` of core.ingest.commands.IMPORT_COMMANDS to the `import` group,
+    listed with that list's description (the one the empty Runs page shows); a name not in the list raises."""
+    return import_app.command(name, short_help=IMPORT_COMMANDS[name], **options)
 
 
 def db_path(ctx: typer.Context) -> Path | None:

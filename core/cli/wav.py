@@ -60,4 +60,4 @@ def _print_summary(summary) -> None:
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add this area's commands to the main app and to the `import` group."""
-    import_app.command("wav-run")(import_wav_run_cmd)
+    ui.import_command(import_app, "wav-run")(import_wav_run_cmd)

@@ -115,7 +115,8 @@ def sort_failures(failures: list[dict]) -> list[dict]:
     status DESC, task_id`), for an importer that lists them from the rows it wrote, not read back."""
     by_task = sorted(failures, key=lambda f: f["task_id"])
     by_status = sorted(by_task, key=lambda f: f["status"], reverse=True)  # stable: task order kept
-    # Text as stored: a lone surrogate from an agent's answer kept as its escape (no terminal prints one).
+    # Text as stored (the list is the one `failed_tasks` reads back): a lone surrogate from an agent's answer
+    # kept as its escape. Printing no longer depends on it (core.cli.ui.EscapingStream escapes any text).
     return [valid_row(f) for f in sorted(by_status, key=lambda f: f["cannot_pass"])]
 
 

@@ -264,10 +264,13 @@ def _hit(row: tuple, fact: tuple, compiled: list[re.Pattern]) -> SearchHit:
 
 
 def search_filters(store: Store) -> dict[str, list[str]]:
-    """The values each filter can take in this database: runs, sites, outcomes, causes."""
+    """The values each filter can take in this database: runs, sites, outcomes, causes (codes, in the
+    taxonomy's order as every page lists them)."""
     runs = [r for (r,) in store.query("SELECT name FROM runs ORDER BY name")]
     sites = [s for (s,) in store.query("SELECT DISTINCT unnest(sites) AS s FROM tasks ORDER BY s")]
-    causes = [
-        c for (c,) in store.query("SELECT DISTINCT cause FROM failure_causes WHERE is_primary ORDER BY 1")
-    ]
+    order = (*PRECEDENCE, UNDECIDED)
+    causes = sorted(
+        (c for (c,) in store.query("SELECT DISTINCT cause FROM failure_causes WHERE is_primary")),
+        key=lambda c: (order.index(c) if c in order else len(order), c),
+    )
     return {"run": runs, "site": sites, "outcome": list(OUTCOMES), "cause": causes}

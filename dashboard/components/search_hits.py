@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from core.queries.search import SearchHit, SearchResult
+from core.queries.causes import cause_name
+from core.queries.search import SearchHit, SearchResult, Snippet
 from dashboard import state
 from dashboard.text import escape_md
 
@@ -30,7 +31,7 @@ def task_link_params(hit: SearchHit) -> dict[str, str]:
 def _where(hit: SearchHit) -> str:
     at = f"step {hit.step}" if hit.step is not None else (
         f"event {hit.event_seq}" if hit.event_seq is not None else "task")  # fmt: skip
-    cause = hit.cause_text()
+    cause = cause_name(hit.cause) if hit.cause else hit.cause_text()  # in words, as every other page says it
     return " · ".join(
         p
         for p in (hit.run, f"task {hit.task_id}", at, hit.kind, hit.outcome, cause and f"cause: {cause}")
@@ -64,10 +65,19 @@ def render(result: SearchResult, params: Mapping[str, str | None]) -> None:
             st.page_link(
                 state.TASK_PAGE, label=escape_md(_where(hit), 160), query_params=task_link_params(hit)
             )
-            s = hit.snippet
-            st.markdown(
-                f"{escape_md(s.before, None)}:orange-background[{escape_md(s.match, None)}]{escape_md(s.after, None)}"
-            )
+            st.markdown(snippet_markdown(hit.snippet))
+
+
+def snippet_markdown(snippet: Snippet) -> str:
+    """The snippet as Markdown, its text escaped and the match in bold orange inside it: no highlighted
+    background (its padding read as spaces around a match inside a URL: 'admin/ customer /index/'), and the
+    spaces on either side of the match kept (escaping each part alone dropped them: 'thecustomerservice')."""
+
+    def part(text: str) -> str:
+        lead, trail = (" " if text[:1].isspace() else ""), (" " if text[-1:].isspace() else "")
+        return lead + escape_md(text, None) + trail if text.strip() else lead
+
+    return f"{part(snippet.before)}:orange[**{escape_md(snippet.match, None)}**]{part(snippet.after)}"
 
 
 def _nothing_found(params: Mapping[str, str | None]) -> None:
@@ -79,7 +89,8 @@ def _nothing_found(params: Mapping[str, str | None]) -> None:
     )
     for key, value in used.items():
         others = {k: v for k, v in params.items() if k != key and v}
+        shown = cause_name(value) if key == "cause" else value  # the URL keeps the code
         st.page_link(
-            state.SEARCH_PAGE, label=escape_md(f"Same search, {FILTERS[key]} (not only {value})", 160),
+            state.SEARCH_PAGE, label=escape_md(f"Same search, {FILTERS[key]} (not only {shown})", 160),
             query_params=others, icon=":material/filter_alt_off:",
         )  # fmt: skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.queries import search as q
+from core.queries.causes import cause_name
 from dashboard import state
 from dashboard.components import search_hits
 from dashboard.db import read
@@ -26,6 +27,7 @@ run = state.url_selectbox(cols[0], "Run", options["run"], "run", placeholder="ev
 site = state.url_selectbox(cols[1], "Site", options["site"], "site", placeholder="every site")
 outcome = state.url_selectbox(cols[2], "Outcome", options["outcome"], "outcome", placeholder="any outcome")
 cause = state.url_selectbox(cols[3], "Primary cause", options["cause"], "cause", placeholder="any cause",
+                            format_func=cause_name,  # words shown, the code in the URL
                             help="Causes come from `trajreview diagnose`: a run never diagnosed has none.")  # fmt: skip
 limit = state.url_select_slider(cols[4], "Hits shown", LIMITS, "limit")
 if not q.parse_query(query):
