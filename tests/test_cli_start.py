@@ -14,6 +14,7 @@ import pytest
 
 from core.cli.start import starts_scoring_workers
 from core.paths import REPO_ROOT
+from core.store import Store
 
 
 @pytest.mark.parametrize(
@@ -45,27 +46,62 @@ def test_the_console_script_is_the_light_entry_point():
     assert out.stdout.strip() == "[]"
 
 
-def test_a_wav_import_starts_the_fork_server_before_the_command_line(shared_data: Path, tmp_path: Path):
-    wav = shared_data / "webarena-verified"
+def _run_entry(args: list[str], probe: str = "") -> subprocess.CompletedProcess:
+    """`trajreview ARGS` through the console script's entry point, in a fresh interpreter, with an exit
+    handler registered before it (it prints TEARDOWN when the interpreter's own exit sequence reaches it)."""
     code = (
-        "import sys, multiprocessing.forkserver as fs\n"
-        "started = fs.ensure_running\n"
-        "def probe():\n"
-        "    print('SERVER typer loaded:', 'typer' in sys.modules, flush=True)\n"
-        "    fs.ensure_running = started\n"
-        "    started()\n"
-        "fs.ensure_running = probe\n"
-        f"sys.argv = ['trajreview', '--db', {str(tmp_path / 'x.duckdb')!r}, 'import', 'wav-run',\n"
-        f"            {str(wav / 'demo-run')!r}, '--run', 'demo', '--config', {str(wav / 'config.demo.json')!r}]\n"
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('TEARDOWN', flush=True))\n"
+        f"{probe}"
+        f"sys.argv = ['trajreview', *{args!r}]\n"
         "from core.cli.start import main\n"
         "main()\n"
     )
-    out = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
     )
+
+
+SERVER_PROBE = (
+    "import multiprocessing.forkserver as fs\n"
+    "started = fs.ensure_running\n"
+    "def probe():\n"
+    "    print('SERVER typer loaded:', 'typer' in sys.modules, flush=True)\n"
+    "    fs.ensure_running = started\n"
+    "    started()\n"
+    "fs.ensure_running = probe\n"
+)
+
+
+def test_a_wav_import_starts_the_fork_server_first_and_ends_without_teardown(
+    shared_data: Path, tmp_path: Path
+):
+    wav = shared_data / "webarena-verified"
+    db = tmp_path / "x.duckdb"
+    args = ["--db", str(db), "import", "wav-run", str(wav / "demo-run"), "--run", "demo",
+            "--config", str(wav / "config.demo.json")]  # fmt: skip
+    out = _run_entry(args, SERVER_PROBE)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[0] == "SERVER typer loaded: False"
-    assert "run demo:" in out.stdout  # the import ran and scored
+    lines = out.stdout.splitlines()
+    assert lines[0] == "SERVER typer loaded: False"  # started before the command line was imported
+    assert any(line.startswith("run demo:") for line in lines)  # its output flushed before the exit
+    assert "TEARDOWN" not in lines  # left right after the handlers registered after its own
+    assert out.stderr == ""  # no warning from the workers or the resource tracker
+    with Store(db, read_only=True) as store:  # the import is whole in the file
+        assert store.query("SELECT count(*) FROM evaluations WHERE run = 'demo'")[0][0] > 0
+
+    # An error still ends with its one line and exit code 2; with one worker the command is not pooled
+    # and the interpreter's exit sequence runs in full.
+    failed = _run_entry(["--db", str(db), "import", "wav-run", str(tmp_path / "absent"), "--run", "x"])
+    assert (
+        failed.returncode == 2
+        and failed.stderr.startswith("error: ")
+        and len(failed.stderr.splitlines()) == 1
+    )
+    assert "TEARDOWN" not in failed.stdout
+    one = _run_entry([*args, "--workers", "1"])
+    assert one.returncode == 0, one.stderr
+    assert "TEARDOWN" in one.stdout.splitlines()
 
 
 def loaded_in_worker(module: str) -> bool:
