@@ -24,6 +24,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pint
 import platformdirs
@@ -40,8 +41,11 @@ def unit_cache_dir() -> Path:
     return Path(root) / f"pint-{pint.__version__}"
 
 
-def cached_unit_registry() -> pint.UnitRegistry:
-    """A `pint.UnitRegistry()` equal to the plain one, built from the cache (made first if absent)."""
+def cached_unit_registry(*args: Any, **kwargs: Any) -> pint.UnitRegistry:
+    """A `pint.UnitRegistry()` equal to the plain one, built from the cache (made first if absent); a call
+    with arguments (not the engine's) gets exactly what it asked for."""
+    if args or kwargs:
+        return _REAL_REGISTRY(*args, **kwargs)
     folder = unit_cache_dir()
     try:
         if not _usable(folder):
