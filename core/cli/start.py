@@ -8,7 +8,7 @@ Two reasons to keep this apart from `core.cli.main`:
 - multiprocessing runs the program's script again in every worker it starts (as `__mp_main__`), and the
   script imports this module: the workers do not import the command line.
 
-Such a command also ends without the interpreter's teardown (about 0.1 s of freeing every module's
+Such a command, when it succeeds, also ends without the interpreter's teardown (about 0.1 s of freeing every module's
 objects: DuckDB, Arrow, pydantic): once its threads are joined (the workers have exited then) and every
 other exit handler has run, the process flushes its output and leaves with its exit code
 (`os._exit`). Its files are closed by then: the store is opened per operation
@@ -72,8 +72,10 @@ def main() -> None:
 
 
 def _exit_without_teardown(exit_code: list[int]) -> None:
-    """The end of a command that returned or exited (not one that raised): nothing left to free."""
-    if exit_code:
+    """The end of a command that succeeded: nothing left to free. A failed command takes the ordinary
+    exit: its workers may have been stopped mid-start, and the interpreter's own exit lets their queues'
+    semaphores be released in order (without it the resource tracker could warn about one)."""
+    if exit_code == [0]:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
                 stream.flush()
