@@ -40,13 +40,12 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
 
 
 # What the workers of a run import and score need (the engine takes about a second to import): the
-# worker side of an import, never DuckDB or pandas (`arrow_without_pandas`). Named here, as text, so the
-# command line can start the fork server before it imports any of them itself.
-SCORING_MODULES = (
-    "core.ingest.wav_tasks",
-    "core.scoring.engine",
-    "webarena_verified.api.webarena_verified",
-)
+# worker side of an import, never DuckDB or pandas (`arrow_without_pandas`), imported by one module that
+# also keeps the GC off them (`core.ingest.scoring_preload`). Named here, as text, so the command line can
+# start the fork server before it imports any of them itself. ENGINE_MODULE is the official engine's own
+# module, named once here (`core.scoring.official_engine` imports it, the scoring bench's floor too).
+ENGINE_MODULE = "webarena_verified.api.webarena_verified"
+SCORING_MODULES = ("core.ingest.scoring_preload",)
 
 
 class _NoPandas:

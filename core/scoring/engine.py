@@ -129,6 +129,9 @@ def read_config(config: Path | dict | None) -> str:
 
 def config_problem(config_json: str) -> str | None:
     """Why the engine rejects this config, in one line; None when it accepts it."""
+    from core.scoring.official_engine import load_engine
+
+    load_engine()  # its unit registry from the cache, before any engine import here
     from webarena_verified.types.config import WebArenaVerifiedConfig
 
     raw = orjson.loads(config_json)
@@ -184,6 +187,9 @@ class _Engine:
     """One `WebArenaVerified` (dataset loaded once) and the task configs it scores against."""
 
     def __init__(self, config: dict | None):
+        from core.scoring.official_engine import load_engine
+
+        load_engine()  # its unit registry from the cache, before any engine import here
         from webarena_verified.api.webarena_verified import WebArenaVerified
         from webarena_verified.types.config import WebArenaVerifiedConfig
 
