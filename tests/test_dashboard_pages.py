@@ -57,7 +57,7 @@ def test_empty_database_guides_on_every_page(open_page, tmp_path):
 
 def test_the_import_group_is_built_from_the_one_list_of_import_commands():
     """core.ingest.commands.IMPORT_COMMANDS is the CLI's import group, in its order, with its descriptions;
-    the Runs page reads the same list (above). `tasks` is registered in core/cli/main.py by name."""
+    the Runs page reads the same list (above)."""
     import typer.main
 
     from core.cli.main import import_app
@@ -65,8 +65,8 @@ def test_the_import_group_is_built_from_the_one_list_of_import_commands():
 
     commands = typer.main.get_command(import_app).commands
     assert list(commands) == list(IMPORT_COMMANDS)
-    described = {name: c.get_short_help_str(limit=500) for name, c in commands.items() if name != "tasks"}
-    assert described == {name: what for name, what in IMPORT_COMMANDS.items() if name != "tasks"}
+    described = {name: c.get_short_help_str(limit=500) for name, c in commands.items()}
+    assert described == {name: what for name, what in IMPORT_COMMANDS.items()}
 
 
 def test_missing_database_is_one_line_not_a_traceback(open_page, tmp_path):

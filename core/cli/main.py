@@ -60,7 +60,7 @@ def info(ctx: typer.Context) -> None:
         ui.print_table("tables", ["table", "rows"], sorted(counts.items()))
 
 
-@import_app.command("tasks")
+@ui.import_command(import_app, "tasks")
 def import_tasks_cmd(
     ctx: typer.Context,
     path: Annotated[
