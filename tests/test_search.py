@@ -171,6 +171,40 @@ def test_import_indexes_the_run_and_a_reimport_replaces_its_documents(tasks_stor
     assert search(tasks_store, "the", run="op", limit=5).total == frequent
 
 
+def test_a_failed_reimport_leaves_the_index_as_it_was(tasks_store, shipped_data, monkeypatch):
+    """The index is staged while the import's transaction runs (core.search.index.PendingIndex): when
+    the transaction fails, the run's old documents stay searchable, the new ones never appear, and the
+    index's writer lock is released (the next import indexes at once)."""
+    from core.ingest import writer
+    from core.ingest.opagent import import_opagent
+
+    import_opagent(tasks_store, shipped_data / "oagent-run", "op")
+    task_id, idx, phrase = _a_thought_phrase(tasks_store, "op")
+    before = search(tasks_store, f'"{phrase}"', limit=500)
+    runs_before = search_index.indexed_runs(tasks_store.path)
+    assert (task_id, idx) in [(h.task_id, h.step) for h in before.hits]
+    real = writer.insert_rows
+
+    def failing(cur, table, rows, **kwargs):
+        if table == "import_problems":  # after the steps: the staging thread has had their rows
+            raise RuntimeError("disk full")
+        return real(cur, table, rows, **kwargs)
+
+    monkeypatch.setattr(writer, "insert_rows", failing)
+    with pytest.raises(RuntimeError, match="disk full"):
+        import_opagent(tasks_store, shipped_data / "oagent-run", "op")
+    assert search_index.indexed_runs(tasks_store.path) == runs_before
+    after = search(tasks_store, f'"{phrase}"', limit=500)
+    assert after.not_indexed == [] and (after.total, after.hits) == (before.total, before.hits)
+    monkeypatch.setattr(writer, "insert_rows", real)
+    started = time.monotonic()
+    import_opagent(tasks_store, shipped_data / "oagent-run", "op")
+    assert time.monotonic() - started < search_index._LOCK_WAIT_S / 2
+    again = search(tasks_store, f'"{phrase}"', limit=500)
+    assert search_index.indexed_runs(tasks_store.path) != runs_before and again.not_indexed == []
+    assert (again.total, again.hits) == (before.total, before.hits)
+
+
 def test_cli_bad_filter_is_one_line_and_exit_2(demo):
     bad = run_cli("search", "order", "--outcome", "passed", db=demo)
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --outcome: 'passed' is not one of")

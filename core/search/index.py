@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -157,16 +158,34 @@ def written_rows(tables: dict, network_events) -> dict[str, list[tuple]]:
     `network_events` rows, or None): what `_run_rows` reads back, bar the tasks' sites."""
     rows = {table: _arrow_rows(tables.get(table), columns)
             for table, columns in (("steps", _STEP_COLUMNS), ("trajectories", _TRAJECTORY_COLUMNS))}  # fmt: skip
-    rows["events"] = []
-    if network_events is not None and network_events.num_rows:
-        # The same query `_run_rows` runs on the stored rows, on an in-memory DuckDB over the Arrow table
-        # (pyarrow's own group_by loads its Acero engine: 56 MB more RSS in a bare process).
-        import duckdb
-
-        with duckdb.connect() as con:
-            con.register("events", network_events)
-            rows["events"] = con.execute(_EVENT_URLS.format(source="events", where="")).fetchall()
+    rows["events"] = [] if network_events is None else first_event_urls(network_events)
     return rows
+
+
+def first_event_urls(events) -> list[tuple]:
+    """`_EVENT_URLS` over an Arrow table of `network_events` rows: (task_id, first seq, url) of each
+    distinct non-static URL of a task, in no particular order. Arrow compute and numpy, not a query:
+    pyarrow's group_by loads its Acero engine (56 MB more RSS in a bare process), an in-memory DuckDB
+    costs a connection and a copy of the rows back into Python."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if events.num_rows == 0:
+        return []
+    # A null is_static_asset or url drops the row, as `NOT is_static_asset AND url IS NOT NULL` does.
+    keep = pc.and_(pc.invert(events.column("is_static_asset")), pc.is_valid(events.column("url")))
+    kept = events.select(["task_id", "seq", "url"]).filter(keep).combine_chunks()
+    if kept.num_rows == 0:
+        return []
+    coded = pc.dictionary_encode(kept.column("url").chunk(0))
+    urls = coded.dictionary
+    task_ids, seq = (kept.column(c).chunk(0).to_numpy() for c in ("task_id", "seq"))
+    key = task_ids.astype(np.int64) * len(urls) + coded.indices.to_numpy()
+    order = np.lexsort((seq, key))  # by (task, url), then seq: each group's first row holds its min(seq)
+    key = key[order]
+    first = order[np.concatenate(([True], key[1:] != key[:-1]))]
+    return list(zip(task_ids[first].tolist(), seq[first].tolist(),
+                    urls.take(coded.indices.take(first)).to_pylist(), strict=True))  # fmt: skip
 
 
 def _arrow_rows(table, columns: tuple[str, ...]) -> list[tuple]:
@@ -197,8 +216,6 @@ def _documents(run: str, gen: str, rows: dict[str, list[tuple]]) -> Iterator[dic
 
 
 def _write(db_path: str | Path, runs: Iterable[tuple[str, str | None, dict]], *, clear: bool) -> None:
-    import tantivy
-
     index = _open(db_path, create=True)
     manifest = {} if clear else indexed_runs(db_path)
     writer = _writer(index)
@@ -206,34 +223,89 @@ def _write(db_path: str | Path, runs: Iterable[tuple[str, str | None, dict]], *,
         if clear:
             writer.delete_all_documents()
         for run, gen, rows in runs:
-            writer.delete_documents_by_term("run", run)
-            manifest.pop(run, None)
-            if gen is None:
-                continue
-            for fields in _documents(run, gen, rows):
-                writer.add_document(tantivy.Document(**fields))
-            manifest[run] = gen
-        writer.commit()
-        writer.wait_merging_threads()
+            _replace(writer, manifest, run, gen, rows)
+        _commit(writer, db_path, manifest)
     except BaseException:
         writer.rollback()
         raise
+
+
+def _replace(writer, manifest: dict[str, str], run: str, gen: str | None, rows: dict) -> None:
+    """Stage one run's documents in the writer (seen by searches only once it commits)."""
+    import tantivy
+
+    writer.delete_documents_by_term("run", run)
+    manifest.pop(run, None)
+    if gen is None:
+        return
+    for fields in _documents(run, gen, rows):
+        writer.add_document(tantivy.Document(**fields))
+    manifest[run] = gen
+
+
+def _commit(writer, db_path: str | Path, manifest: dict[str, str]) -> None:
+    writer.commit()
+    writer.wait_merging_threads()
     path = manifest_path(db_path)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"version": INDEX_VERSION, "runs": manifest}), encoding="utf-8")
     tmp.replace(path)
 
 
-def index_written(db_path: str | Path, run: str, gen: str, rows: dict[str, list[tuple]]) -> None:
-    """Replace one run's documents with what its import just committed (`written_rows` and the tasks'
-    sites): no read of the database. A failure here leaves the run imported and not indexed."""
-    try:
-        _write(db_path, [(run, gen, rows)], clear=False)
-    except (OSError, ValueError) as exc:
-        raise StoreError(
-            f"run {run!r} was imported, but the search index beside the database was not updated ({exc});"
-            " `trajreview search --reindex` rebuilds it"
-        ) from None
+class PendingIndex:
+    """One run's documents, staged by a thread while its import's transaction writes the database, and
+    made visible only after that transaction committed.
+
+    The thread turns the written Arrow tables into documents (`written_rows`) and adds them to a tantivy
+    writer without committing: the documents wait in the writer's own uncommitted segments, which no
+    search sees and no other process touches (the writer holds the index's lock). `publish` (after the
+    database's commit) commits them and rewrites the manifest; `discard` (the transaction failed) rolls
+    them back, leaving the index exactly as it was. DuckDB releases the GIL while it inserts, so the
+    staging runs beside the insert, on the other core, instead of after it.
+    """
+
+    def __init__(self, db_path: str | Path, run: str, gen: str, tables: dict, network_events, sites: dict):
+        self.db_path, self.run = db_path, run
+        self.error: BaseException | None = None
+        self.writer = None
+        self.manifest: dict[str, str] = {}
+        self.thread = threading.Thread(
+            target=self._stage, args=(gen, tables, network_events, sites), name="search-index", daemon=True
+        )
+        self.thread.start()
+
+    def _stage(self, gen: str, tables: dict, network_events, sites: dict) -> None:
+        try:
+            rows = {**written_rows(tables, network_events), "sites": sites}
+            index = _open(self.db_path, create=True)
+            self.manifest = indexed_runs(self.db_path)
+            self.writer = _writer(index)
+            _replace(self.writer, self.manifest, self.run, gen, rows)
+        except BaseException as exc:  # handed to publish/discard, in the importing thread
+            self.error = exc
+
+    def publish(self) -> None:
+        """Commit the staged documents. A failure here leaves the run imported and not indexed."""
+        self.thread.join()
+        writer, self.writer = self.writer, None
+        try:
+            if self.error is not None:
+                raise self.error
+            _commit(writer, self.db_path, self.manifest)
+        except (OSError, ValueError) as exc:
+            if writer is not None:
+                writer.rollback()
+            raise StoreError(
+                f"run {self.run!r} was imported, but the search index beside the database was not updated"
+                f" ({exc}); `trajreview search --reindex` rebuilds it"
+            ) from None
+
+    def discard(self) -> None:
+        """The import failed: drop what was staged (the index stays as it was)."""
+        self.thread.join()
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            writer.rollback()
 
 
 def reindex(store, on_progress: ProgressCallback | None = None) -> int:
