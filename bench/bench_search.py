@@ -111,19 +111,6 @@ def _cpu_timed(fn, *args, **kwargs) -> tuple[float, float]:
     return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
 
 
-class _NoIndex:
-    """Stands in for `core.search.index.PendingIndex`: an import that stages and publishes nothing."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        pass
-
-    def publish(self) -> None:
-        pass
-
-    def discard(self) -> None:
-        pass
-
-
 def _import_slowdown(label: str, do_import) -> None:
     """p50 of REPEATS imports into a fresh tasks database, with and without the index write."""
     from core.ingest.tasks import import_tasks
@@ -133,17 +120,17 @@ def _import_slowdown(label: str, do_import) -> None:
         with Store(base) as store:
             import_tasks(store)
         times: dict[str, list[float]] = {"with index": [], "without": []}
-        real = search_index.PendingIndex
+        real = search_index.index_written
         for i in range(REPEATS):
             for mode in times:
                 db = Path(tmp) / f"{mode.replace(' ', '-')}-{i}.duckdb"
                 shutil.copy(base, db)
-                search_index.PendingIndex = real if mode == "with index" else _NoIndex
+                search_index.index_written = real if mode == "with index" else (lambda *a, **k: None)
                 try:
                     with Store(db) as store:
                         ms, _ = _cpu_timed(do_import, store)
                 finally:
-                    search_index.PendingIndex = real
+                    search_index.index_written = real
                 times[mode].append(ms / 1000)
         on, off = statistics.median(times["with index"]), statistics.median(times["without"])
         print(f"import {label}: with the index write {on:.2f} s, without {off:.2f} s (p50 of {REPEATS}): "

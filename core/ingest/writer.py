@@ -134,11 +134,11 @@ def import_run(
     are evaluated offline with WebArena's evaluators (core.scoring.offline; well under a second for 812
     tasks) before the transaction, and their rows land in it. The transaction only writes: rows are Arrow
     tables built beforehand, so a `ShortLivedStore` holds the file for the writing alone. The search index
-    is staged from what is written by a thread while the transaction runs, and committed after it
-    (core.search.index.PendingIndex): it never reopens the file, and a failed import leaves it as it was.
+    is built after the commit from what was written (core.search.index.index_written): it never reopens
+    the file.
     """
     try:
-        pending = _write_run(store, meta, trajectories, problems, extra_writes, network_events)
+        gen, rows = _write_run(store, meta, trajectories, problems, extra_writes, network_events)
     except (duckdb.ConversionException, duckdb.OutOfRangeException, duckdb.InvalidInputException) as exc:
         # A value the database cannot hold that no importer check caught: the transaction is rolled
         # back (nothing half-written) and the user gets the cause in one line, not a traceback.
@@ -146,7 +146,7 @@ def import_run(
         raise InputError(
             meta.source_path or meta.name, f"a value the database cannot hold ({reason})"
         ) from None
-    pending.publish()  # after the commit (core.search.index)
+    search_index.index_written(store.path, meta.name, gen, rows)  # after the commit (core.search.index)
 
 
 def _write_run(store, meta, trajectories, problems, extra_writes, network_events):
@@ -159,34 +159,27 @@ def _write_run(store, meta, trajectories, problems, extra_writes, network_events
     }
     if network_events is not None:
         tables["network_events"] = network_events
-    # The run's generation (its `imported_at`) is decided now, so the index need not read it back.
+    # What the search index takes from this import, so it need not read the run back after the commit:
+    # the generation (the run's `imported_at`, decided now), the texts and the network URLs.
     imported_at = utcnow()
-    gen = search_index.generation(meta.name, imported_at)
+    rows = search_index.written_rows(tables, network_events)
     offline = None
     if meta.source_format in NO_TRACE_FORMATS and trajectories:
         answers = mark_answers(trajectories)
         offline = evaluate_trajectories(store, [t for t in trajectories if (t.task_id, t.episode) in answers])
-    pending = None
-    try:
-        with store.transaction() as cur:
-            replace_run(cur, meta, imported_at)
-            # The tasks' sites, read here in one short query rather than in a read before the transaction:
-            # every importer ends in this transaction, but not every one reads the file before it. Then the
-            # index is staged from the written tables while the inserts run (the largest on one DuckDB thread).
-            sites = dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall())
-            pending = search_index.PendingIndex(store.path, meta.name, gen, tables, network_events, sites)
-            for table, data in tables.items():
-                if table == "network_events":
-                    with one_thread(cur):
-                        insert_rows(cur, table, data)
-                else:
+    with store.transaction() as cur:
+        replace_run(cur, meta, imported_at)
+        for table, data in tables.items():
+            if table == "network_events":
+                with one_thread(cur):
                     insert_rows(cur, table, data)
-            for write in extra_writes:
-                write(cur)
-            if offline is not None:
-                write_evaluated(cur, meta.name, offline)
-    except BaseException:
-        if pending is not None:
-            pending.discard()
-        raise
-    return pending
+            else:
+                insert_rows(cur, table, data)
+        for write in extra_writes:
+            write(cur)
+        if offline is not None:
+            write_evaluated(cur, meta.name, offline)
+        # The tasks' sites, read here in one short query rather than in a read before the transaction:
+        # every importer ends in this transaction, but not every one reads the file before it.
+        rows["sites"] = dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall())
+    return search_index.generation(meta.name, imported_at), rows

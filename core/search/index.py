@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -216,6 +215,8 @@ def _documents(run: str, gen: str, rows: dict[str, list[tuple]]) -> Iterator[dic
 
 
 def _write(db_path: str | Path, runs: Iterable[tuple[str, str | None, dict]], *, clear: bool) -> None:
+    import tantivy
+
     index = _open(db_path, create=True)
     manifest = {} if clear else indexed_runs(db_path)
     writer = _writer(index)
@@ -223,89 +224,34 @@ def _write(db_path: str | Path, runs: Iterable[tuple[str, str | None, dict]], *,
         if clear:
             writer.delete_all_documents()
         for run, gen, rows in runs:
-            _replace(writer, manifest, run, gen, rows)
-        _commit(writer, db_path, manifest)
+            writer.delete_documents_by_term("run", run)
+            manifest.pop(run, None)
+            if gen is None:
+                continue
+            for fields in _documents(run, gen, rows):
+                writer.add_document(tantivy.Document(**fields))
+            manifest[run] = gen
+        writer.commit()
+        writer.wait_merging_threads()
     except BaseException:
         writer.rollback()
         raise
-
-
-def _replace(writer, manifest: dict[str, str], run: str, gen: str | None, rows: dict) -> None:
-    """Stage one run's documents in the writer (seen by searches only once it commits)."""
-    import tantivy
-
-    writer.delete_documents_by_term("run", run)
-    manifest.pop(run, None)
-    if gen is None:
-        return
-    for fields in _documents(run, gen, rows):
-        writer.add_document(tantivy.Document(**fields))
-    manifest[run] = gen
-
-
-def _commit(writer, db_path: str | Path, manifest: dict[str, str]) -> None:
-    writer.commit()
-    writer.wait_merging_threads()
     path = manifest_path(db_path)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"version": INDEX_VERSION, "runs": manifest}), encoding="utf-8")
     tmp.replace(path)
 
 
-class PendingIndex:
-    """One run's documents, staged by a thread while its import's transaction writes the database, and
-    made visible only after that transaction committed.
-
-    The thread turns the written Arrow tables into documents (`written_rows`) and adds them to a tantivy
-    writer without committing: the documents wait in the writer's own uncommitted segments, which no
-    search sees and no other process touches (the writer holds the index's lock). `publish` (after the
-    database's commit) commits them and rewrites the manifest; `discard` (the transaction failed) rolls
-    them back, leaving the index exactly as it was. DuckDB releases the GIL while it inserts, so the
-    staging runs beside the insert, on the other core, instead of after it.
-    """
-
-    def __init__(self, db_path: str | Path, run: str, gen: str, tables: dict, network_events, sites: dict):
-        self.db_path, self.run = db_path, run
-        self.error: BaseException | None = None
-        self.writer = None
-        self.manifest: dict[str, str] = {}
-        self.thread = threading.Thread(
-            target=self._stage, args=(gen, tables, network_events, sites), name="search-index", daemon=True
-        )
-        self.thread.start()
-
-    def _stage(self, gen: str, tables: dict, network_events, sites: dict) -> None:
-        try:
-            rows = {**written_rows(tables, network_events), "sites": sites}
-            index = _open(self.db_path, create=True)
-            self.manifest = indexed_runs(self.db_path)
-            self.writer = _writer(index)
-            _replace(self.writer, self.manifest, self.run, gen, rows)
-        except BaseException as exc:  # handed to publish/discard, in the importing thread
-            self.error = exc
-
-    def publish(self) -> None:
-        """Commit the staged documents. A failure here leaves the run imported and not indexed."""
-        self.thread.join()
-        writer, self.writer = self.writer, None
-        try:
-            if self.error is not None:
-                raise self.error
-            _commit(writer, self.db_path, self.manifest)
-        except (OSError, ValueError) as exc:
-            if writer is not None:
-                writer.rollback()
-            raise StoreError(
-                f"run {self.run!r} was imported, but the search index beside the database was not updated"
-                f" ({exc}); `trajreview search --reindex` rebuilds it"
-            ) from None
-
-    def discard(self) -> None:
-        """The import failed: drop what was staged (the index stays as it was)."""
-        self.thread.join()
-        writer, self.writer = self.writer, None
-        if writer is not None:
-            writer.rollback()
+def index_written(db_path: str | Path, run: str, gen: str, rows: dict[str, list[tuple]]) -> None:
+    """Replace one run's documents with what its import just committed (`written_rows` and the tasks'
+    sites): no read of the database. A failure here leaves the run imported and not indexed."""
+    try:
+        _write(db_path, [(run, gen, rows)], clear=False)
+    except (OSError, ValueError) as exc:
+        raise StoreError(
+            f"run {run!r} was imported, but the search index beside the database was not updated ({exc});"
+            " `trajreview search --reindex` rebuilds it"
+        ) from None
 
 
 def reindex(store, on_progress: ProgressCallback | None = None) -> int:
