@@ -171,6 +171,78 @@ def test_import_indexes_the_run_and_a_reimport_replaces_its_documents(tasks_stor
     assert search(tasks_store, "the", run="op", limit=5).total == frequent
 
 
+def test_a_failed_reimport_leaves_the_index_as_it_was(tasks_store, shipped_data, monkeypatch):
+    """The index of an import is written after its transaction committed (core.ingest.writer.import_run):
+    when the network events' insert fails, the run's old documents stay searchable, no new one appears,
+    the manifest is unchanged, and the next import indexes at once (no writer lock left behind)."""
+    from core.ingest import writer
+    from core.ingest.wav_run import import_wav_run
+
+    wav = shipped_data / "webarena-verified"
+
+    def reimport():
+        import_wav_run(tasks_store, wav / "demo-run", "w", config=wav / "config.demo.json", workers=1)
+
+    reimport()
+    word = tasks_store.query(
+        "SELECT split_part(split_part(split_part(url, '//', 2), ':', 1), '.', 1) FROM network_events"
+        " WHERE run = 'w' AND NOT is_static_asset LIMIT 1"
+    )[0][0]
+    before = search(tasks_store, word, run="w", limit=10_000)
+    runs_before = search_index.indexed_runs(tasks_store.path)
+    assert before.not_indexed == [] and any(h.kind == "network url" for h in before.hits)
+    real = writer.insert_rows
+    staged = []
+
+    def failing(cur, table, rows, **kwargs):
+        if table == "network_events":
+            staged.append(tasks_store.path)
+            raise RuntimeError("disk full")
+        return real(cur, table, rows, **kwargs)
+
+    monkeypatch.setattr(writer, "insert_rows", failing)
+    with pytest.raises(RuntimeError, match="disk full"):
+        reimport()
+    assert staged and search_index.indexed_runs(tasks_store.path) == runs_before
+    after = search(tasks_store, word, run="w", limit=10_000)
+    assert after.not_indexed == [] and (after.total, after.hits) == (before.total, before.hits)
+    monkeypatch.setattr(writer, "insert_rows", real)
+    started = time.monotonic()
+    reimport()
+    assert time.monotonic() - started < search_index._LOCK_WAIT_S / 2
+    again = search(tasks_store, word, run="w", limit=10_000)
+    assert search_index.indexed_runs(tasks_store.path) != runs_before and again.not_indexed == []
+    assert (again.total, again.hits) == (before.total, before.hits)
+
+
+def test_the_first_event_urls_from_arrow_are_the_query_over_the_same_rows():
+    """`first_event_urls` (Arrow compute) gives what `_EVENT_URLS` gives over the same table: a null
+    static flag or URL drops the row, a URL's first seq is its least even when a later row comes first."""
+    import duckdb
+    import pyarrow as pa
+
+    from core.files.network_events import NETWORK_EVENTS_SCHEMA
+
+    rows = [  # (task_id, seq, url, is_static_asset)
+        (1, 5, "http://a/x", False), (1, 2, "http://a/x", False), (1, 3, "http://a/y", None),
+        (1, 4, None, False), (1, 6, "http://a/s.css", True), (2, 1, "http://a/x", False),
+        (2, 0, "http://a/z", False), (2, 7, "http://a/z", False), (3, 9, "", False),
+    ]  # fmt: skip
+    columns = dict(zip(("task_id", "seq", "url", "is_static_asset"), zip(*rows, strict=True), strict=True))
+    table = pa.table(
+        {f.name: pa.array(columns.get(f.name, [None] * len(rows)), f.type) for f in NETWORK_EVENTS_SCHEMA},
+        schema=NETWORK_EVENTS_SCHEMA,
+    )
+    with duckdb.connect() as con:
+        con.register("events", table)
+        expected = con.execute(search_index._EVENT_URLS.format(source="events", where="")).fetchall()
+    got = search_index.first_event_urls(table)
+    assert sorted(got) == sorted(expected) == [(1, 2, "http://a/x"), (2, 0, "http://a/z"), (2, 1, "http://a/x"),
+                                               (3, 9, "")]  # fmt: skip
+    assert search_index.first_event_urls(table.slice(0, 0)) == []
+    assert search_index.first_event_urls(pa.concat_tables([table.slice(0, 4), table.slice(4)])) == got
+
+
 def test_cli_bad_filter_is_one_line_and_exit_2(demo):
     bad = run_cli("search", "order", "--outcome", "passed", db=demo)
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error: --outcome: 'passed' is not one of")

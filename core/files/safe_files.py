@@ -82,7 +82,9 @@ def check(path: str | Path, kind: str, *, root: str | Path | None = None) -> os.
         raise UnsafeFile(path, "a symbolic link; only regular files inside the folder given are read")
     if not stat.S_ISREG(st.st_mode):
         raise UnsafeFile(path, f"not a regular file ({_file_type(st.st_mode)}); not read")
-    if root is not None:
+    # A regular file (not a link) named directly in `root` resolves to a name in `root`'s own resolved
+    # folder: only a path through sub-folders (any of them a link) needs resolving.
+    if root is not None and path.parent != Path(root):
         inside(path, root)
     limit = _limit(kind)
     if st.st_size > limit:

@@ -25,7 +25,7 @@ from core.files.parallel import SCORING_MODULES, WorkerPool, arrow_without_panda
 from core.files.submission import run_directory
 from core.ingest.records import Paradigm, RunMeta
 from core.ingest.tasks import known_task_ids
-from core.ingest.wav_tasks import TaskRead, read_and_score_chunk
+from core.ingest.wav_tasks import TaskRead, events_table, read_and_score_chunk
 from core.ingest.writer import FAILURE_FIELDS, import_run, sort_failures
 from core.progress import ProgressCallback
 from core.scoring.agent_response import agent_response_row
@@ -157,7 +157,7 @@ def import_wav_run(
                 scores.append(task_score)
 
     release_free_memory()  # what parsing freed goes back before the insert allocates (peak RSS)
-    events = [t.events for t in tasks if t.events is not None and t.events.num_rows]
+    events = [table for table in map(events_table, tasks) if table is not None]
     event_table = pa.concat_tables(events) if events else NETWORK_EVENTS_SCHEMA.empty_table()
     response_rows = [agent_response_row(run, t.task_id, t.response) for t in tasks if t.response is not None]
     meta = RunMeta(

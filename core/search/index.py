@@ -157,16 +157,34 @@ def written_rows(tables: dict, network_events) -> dict[str, list[tuple]]:
     `network_events` rows, or None): what `_run_rows` reads back, bar the tasks' sites."""
     rows = {table: _arrow_rows(tables.get(table), columns)
             for table, columns in (("steps", _STEP_COLUMNS), ("trajectories", _TRAJECTORY_COLUMNS))}  # fmt: skip
-    rows["events"] = []
-    if network_events is not None and network_events.num_rows:
-        # The same query `_run_rows` runs on the stored rows, on an in-memory DuckDB over the Arrow table
-        # (pyarrow's own group_by loads its Acero engine: 56 MB more RSS in a bare process).
-        import duckdb
-
-        with duckdb.connect() as con:
-            con.register("events", network_events)
-            rows["events"] = con.execute(_EVENT_URLS.format(source="events", where="")).fetchall()
+    rows["events"] = [] if network_events is None else first_event_urls(network_events)
     return rows
+
+
+def first_event_urls(events) -> list[tuple]:
+    """`_EVENT_URLS` over an Arrow table of `network_events` rows: (task_id, first seq, url) of each
+    distinct non-static URL of a task, in no particular order. Arrow compute and numpy, not a query:
+    pyarrow's group_by loads its Acero engine (56 MB more RSS in a bare process), an in-memory DuckDB
+    costs a connection and a copy of the rows back into Python."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if events.num_rows == 0:
+        return []
+    # A null is_static_asset or url drops the row, as `NOT is_static_asset AND url IS NOT NULL` does.
+    keep = pc.and_(pc.invert(events.column("is_static_asset")), pc.is_valid(events.column("url")))
+    kept = events.select(["task_id", "seq", "url"]).filter(keep).combine_chunks()
+    if kept.num_rows == 0:
+        return []
+    coded = pc.dictionary_encode(kept.column("url").chunk(0))
+    urls = coded.dictionary
+    task_ids, seq = (kept.column(c).chunk(0).to_numpy() for c in ("task_id", "seq"))
+    key = task_ids.astype(np.int64) * len(urls) + coded.indices.to_numpy()
+    order = np.lexsort((seq, key))  # by (task, url), then seq: each group's first row holds its min(seq)
+    key = key[order]
+    first = order[np.concatenate(([True], key[1:] != key[:-1]))]
+    return list(zip(task_ids[first].tolist(), seq[first].tolist(),
+                    urls.take(coded.indices.take(first)).to_pylist(), strict=True))  # fmt: skip
 
 
 def _arrow_rows(table, columns: tuple[str, ...]) -> list[tuple]:
