@@ -56,6 +56,12 @@ class WavImportSummary(BaseModel):
 _TASKS_PER_CHUNK = 8
 
 
+def tasks_per_chunk(n_tasks: int, workers: int) -> int:
+    """`_TASKS_PER_CHUNK`, or fewer when a run has too few tasks to give every worker a whole chunk: the
+    tasks of a small run are shared out instead of all going to one worker while the others wait."""
+    return max(1, min(_TASKS_PER_CHUNK, -(-n_tasks // max(1, workers))))
+
+
 # -- source handling -------------------------------------------------------------------------------
 def _redact_config(value: Any) -> Any:
     """Environment credentials are secrets: keep the keys (the engine validates them), hide the values."""
@@ -147,7 +153,7 @@ def import_wav_run(
         # scores it, and only compact results (Arrow tables, rows) travel back.
         work = partial(read_and_score_chunk, run, engine_config)
         outcomes = pool.map_chunks(work, [(task_id, str(task_dir)) for task_id, task_dir in dirs],
-                                   chunk_size=_TASKS_PER_CHUNK, total=len(dirs), on_progress=progress)  # fmt: skip
+                                   chunk_size=tasks_per_chunk(len(dirs), workers), total=len(dirs), on_progress=progress)  # fmt: skip
         tasks: list[TaskRead] = []
         scores: list = []
         for task, task_problems, task_score in outcomes:
