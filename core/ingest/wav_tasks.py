@@ -31,10 +31,7 @@ class TaskRead(BaseModel):
 
     task_id: int
     response: AgentResponseCheck | None = None
-    events: Any = None  # pa.Table, in the worker
-    # The events as one Arrow IPC stream for the trip back to the parent (`events_table`): a third of the
-    # pickled table's bytes to write and a fifth of its unpickling, which the parent does for every task.
-    events_ipc: bytes | None = None
+    events: Any = None  # pa.Table while the task is read; a ShippedTable once it is (`events_table`)
     scoring_entries: list[Any] | None = None
     scoring_seqs: list[int] | None = None
     # A trace file our parser refused: the engine reads it itself, so its verdict stays its own.
@@ -151,15 +148,35 @@ def _read_and_score(run: str, config_json: str | None, task_id: int, task_dir: s
     # The engine's copy of the trace stays here; only the stored rows go back to the parent.
     task.scoring_entries = task.scoring_seqs = None
     task.trace_path = None
-    if task.events is not None and task.events.num_rows:
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, task.events.schema) as stream:
-            stream.write_table(task.events)
-        task.events_ipc = sink.getvalue().to_pybytes()
-    task.events = None
+    has_rows = task.events is not None and task.events.num_rows
+    task.events = ShippedTable(task.events) if has_rows else None
     return task, problems, task_score
+
+
+class ShippedTable:
+    """A task's `network_events` rows on their way back to the parent.
+
+    Pickled (a worker's result crossing to the parent) they travel as one Arrow IPC stream, about a fifth
+    of the table's own pickling to write and a third of its unpickling, which the parent does per task.
+    In one process (`--workers 1`, or chunks a broken pool left) nothing is pickled and the table is not
+    copied: a copy of a large trace's rows would add their size to the import's peak memory."""
+
+    __slots__ = ("table",)
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+
+    def __reduce__(self) -> tuple:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, self.table.schema) as stream:
+            stream.write_table(self.table)
+        return _from_ipc, (sink.getvalue().to_pybytes(),)
+
+
+def _from_ipc(data: bytes) -> ShippedTable:
+    return ShippedTable(pa.ipc.open_stream(data).read_all())
 
 
 def events_table(task: TaskRead) -> pa.Table | None:
     """The task's `network_events` rows as the worker sent them (None for none)."""
-    return None if task.events_ipc is None else pa.ipc.open_stream(task.events_ipc).read_all()
+    return None if task.events is None else task.events.table
