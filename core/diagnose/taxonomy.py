@@ -9,6 +9,14 @@ UNDECIDED = "undecided"
 
 # The codes a task's primary cause may take, first in precedence first; `undecided` is not a cause.
 PRECEDENCE: tuple[str, ...] = tuple(c for c in CAUSES if c != UNDECIDED)
+# Every code a task's primary cause may take, `undecided` last: the order every page and filter lists them in.
+ORDER: tuple[str, ...] = (*PRECEDENCE, UNDECIDED)
+
+
+def cause_rank(cause: str) -> int:
+    """A code's place in ORDER (an unknown code after every known one)."""
+    return ORDER.index(cause) if cause in ORDER else len(ORDER)
+
 
 CAUSE_LABEL: dict[str, str] = {
     "environment": "environment broken",

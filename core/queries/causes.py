@@ -15,7 +15,7 @@ from datetime import datetime
 import orjson
 import pandas as pd
 
-from core.diagnose.taxonomy import CAUSE_NAME, PRECEDENCE, UNDECIDED
+from core.diagnose.taxonomy import CAUSE_NAME, ORDER, cause_rank
 from core.measure.stats import wilson_ci
 from core.queries.runs import verdicts_sql
 from core.store import Store
@@ -24,7 +24,6 @@ FAILED = ("failure", "error")
 NOT_DIAGNOSED = (
     "not diagnosed"  # a failed task without a primary cause (its run was diagnosed before it failed)
 )
-ORDER = (*PRECEDENCE, UNDECIDED)  # causes in the taxonomy's precedence, undecided last
 
 
 def diagnose_hint(run: str) -> str:
@@ -110,10 +109,6 @@ def _evidence(raw: object) -> tuple[Evidence, ...]:
     )  # fmt: skip
 
 
-def _rank(cause: str) -> int:
-    return ORDER.index(cause) if cause in ORDER else len(ORDER)
-
-
 def task_causes(store: Store, run: str, task_id: int) -> TaskCauses | None:
     """The task's suggested causes and the reviewer's latest decision; None when it has none."""
     rows = store.query(
@@ -127,7 +122,7 @@ def task_causes(store: Store, run: str, task_id: int) -> TaskCauses | None:
         (SuggestedCause(cause, cause_name(cause), bool(primary), source, rule, summary, _evidence(evidence),
                         reasoning, version, at)
          for cause, primary, source, rule, summary, evidence, reasoning, version, at in rows),
-        key=lambda c: (not c.is_primary, _rank(c.cause)),
+        key=lambda c: (not c.is_primary, cause_rank(c.cause)),
     )  # fmt: skip
     found = store.query(
         """SELECT label, note, author, created_at FROM annotations

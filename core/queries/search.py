@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from core.diagnose.taxonomy import PRECEDENCE, UNDECIDED
+from core.diagnose.taxonomy import ORDER, cause_rank
 from core.errors import InputError, NotFound
 from core.queries.records import Record
 from core.search import index as search_index
@@ -178,8 +178,8 @@ def search(
         raise InputError("query", "give at least one word to search for")
     if outcome is not None and outcome not in OUTCOMES:
         raise InputError("--outcome", f"{outcome!r} is not one of {', '.join(OUTCOMES)}")
-    if cause is not None and cause not in (*PRECEDENCE, UNDECIDED):
-        raise InputError("--cause", f"{cause!r} is not one of {', '.join((*PRECEDENCE, UNDECIDED))}")
+    if cause is not None and cause not in ORDER:
+        raise InputError("--cause", f"{cause!r} is not one of {', '.join(ORDER)}")
     if limit < 1:
         raise InputError("--limit", "must be at least 1")
     filters = [run, run, site, site, outcome, outcome, cause, cause]
@@ -268,9 +268,8 @@ def search_filters(store: Store) -> dict[str, list[str]]:
     taxonomy's order as every page lists them)."""
     runs = [r for (r,) in store.query("SELECT name FROM runs ORDER BY name")]
     sites = [s for (s,) in store.query("SELECT DISTINCT unnest(sites) AS s FROM tasks ORDER BY s")]
-    order = (*PRECEDENCE, UNDECIDED)
     causes = sorted(
         (c for (c,) in store.query("SELECT DISTINCT cause FROM failure_causes WHERE is_primary")),
-        key=lambda c: (order.index(c) if c in order else len(order), c),
+        key=lambda c: (cause_rank(c), c),
     )
     return {"run": runs, "site": sites, "outcome": list(OUTCOMES), "cause": causes}
