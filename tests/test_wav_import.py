@@ -577,7 +577,7 @@ def test_the_cli_lists_the_same_failures_as_a_read_of_the_database(tasks_db: Pat
 def test_a_small_run_is_shared_out_across_the_workers():
     """Chunks of 8 tasks, except when a run is too small to give every worker one: 2 tasks on 2 workers go
     one to each (both workers' first-call costs then run side by side), 10 tasks five to each."""
-    from core.ingest.wav_run import tasks_per_chunk
+    from core.files.parallel import tasks_per_chunk
 
     assert [tasks_per_chunk(n, 2) for n in (1, 2, 3, 10, 16, 17, 812)] == [1, 1, 2, 5, 8, 8, 8]
     assert tasks_per_chunk(5, 1) == 5 and tasks_per_chunk(0, 2) == 1

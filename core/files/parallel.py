@@ -33,6 +33,16 @@ R = TypeVar("R")
 Indexed = tuple[int, list]
 
 
+# Tasks per worker job of a run: small enough for a smooth progress bar, large enough to amortise pickling.
+TASKS_PER_CHUNK = 8
+
+
+def tasks_per_chunk(n_tasks: int, workers: int) -> int:
+    """`TASKS_PER_CHUNK`, or fewer when a run has too few tasks to give every worker a whole chunk: the
+    tasks of a small run are shared out instead of all going to one worker while the others wait."""
+    return max(1, min(TASKS_PER_CHUNK, -(-n_tasks // max(1, workers))))
+
+
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
     iterator = iter(items)
     while chunk := list(itertools.islice(iterator, size)):

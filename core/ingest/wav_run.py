@@ -21,7 +21,13 @@ from pydantic import BaseModel, Field
 from core.errors import InputError, Problem
 from core.files import safe_files
 from core.files.network_events import NETWORK_EVENTS_SCHEMA
-from core.files.parallel import SCORING_MODULES, WorkerPool, arrow_without_pandas, release_free_memory
+from core.files.parallel import (
+    SCORING_MODULES,
+    WorkerPool,
+    arrow_without_pandas,
+    release_free_memory,
+    tasks_per_chunk,
+)
 from core.files.submission import run_directory
 from core.ingest.records import Paradigm, RunMeta
 from core.ingest.tasks import known_task_ids
@@ -50,16 +56,6 @@ class WavImportSummary(BaseModel):
     problems: list[Problem] = Field(default_factory=list)
     # The failed or errored tasks as `core.queries.overview.failed_tasks` lists them (bar `site_key`).
     failures: list[dict] = Field(default_factory=list)
-
-
-# Tasks per worker job: small enough for a smooth progress bar, large enough to amortise pickling.
-_TASKS_PER_CHUNK = 8
-
-
-def tasks_per_chunk(n_tasks: int, workers: int) -> int:
-    """`_TASKS_PER_CHUNK`, or fewer when a run has too few tasks to give every worker a whole chunk: the
-    tasks of a small run are shared out instead of all going to one worker while the others wait."""
-    return max(1, min(_TASKS_PER_CHUNK, -(-n_tasks // max(1, workers))))
 
 
 # -- source handling -------------------------------------------------------------------------------
