@@ -4,8 +4,9 @@
 
 Started as our command starts (the workers' fork server first, preloading what ours preloads, two
 workers, the same chunking), each worker reads a task's response and HAR, decodes the HAR (orjson, the
-entries exactly as the file holds them: what the official engine takes), scores it with the official
-engine through our `core.scoring.engine`, and frees it. No network-event rows, no redaction, no database,
+entries exactly as the file holds them: what the official engine takes), keeps the entries the engine
+evaluates (as ours does), scores them with the official engine through our `core.scoring.engine`, and
+frees them. No network-event rows, no redaction, no database,
 no search index. The time it takes is the floor under any import that hands the engine the file's
 entries on this machine; `official / bound` is the most such an import could print (bench_scoring).
 
@@ -25,17 +26,21 @@ from pathlib import Path
 
 def score_tasks(config_json: str, chunk: list[tuple[int, str]]) -> list[tuple[int, str, float | None]]:
     from core.files.har import load_trace_entries
+    from core.files.network_events import is_static_asset
     from core.scoring.engine import ScoringInput, score_chunk
 
     out = []
     for task_id, task_dir in chunk:
         folder = Path(task_dir)
+        entries = load_trace_entries(folder / "network.har")
+        # As ours: the engine gets the entries it evaluates (not static assets; the first when none is).
+        seqs = [i for i, entry in enumerate(entries) if not is_static_asset(entry["request"]["url"])] or [0]
         item = ScoringInput.model_construct(
             task_id=task_id,
             agent_response=(folder / "agent_response.json").read_text(),
-            har_entries=load_trace_entries(folder / "network.har"),
+            har_entries=[entries[i] for i in seqs],
             har_path=None,
-            event_seqs=None,
+            event_seqs=seqs,
         )
         score = score_chunk(config_json, [item])[0]
         out.append((task_id, score.status, score.score))
