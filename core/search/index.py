@@ -124,13 +124,8 @@ def _writer(index):
 
 _STEP_COLUMNS = ("task_id", "episode", "idx", *(c for c, _ in STEP_TEXTS))
 _TRAJECTORY_COLUMNS = ("task_id", "episode", "final_answer", "termination_detail")
-
-
-# The first event of each distinct URL of a task that is not a static asset: one document each.
-_EVENT_URLS = (
-    "SELECT task_id, min(seq), url FROM {source} WHERE {where} NOT is_static_asset AND url IS NOT NULL"
-    " GROUP BY task_id, url"
-)
+# The network_events columns `first_event_urls` reads.
+_EVENT_COLUMNS = ("task_id", "seq", "url", "is_static_asset")
 
 
 def _run_rows(store, run: str) -> tuple[str | None, dict[str, list[tuple]]]:
@@ -139,11 +134,12 @@ def _run_rows(store, run: str) -> tuple[str | None, dict[str, list[tuple]]]:
         stamp = cur.execute("SELECT imported_at FROM runs WHERE name = ?", [run]).fetchall()
         if not stamp:
             return None, {}
+        events = cur.sql(
+            f"SELECT {', '.join(_EVENT_COLUMNS)} FROM network_events WHERE run = ?", params=[run]
+        ).to_arrow_table()
         rows = {
             "sites": dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall()),
-            "events": cur.execute(
-                _EVENT_URLS.format(source="network_events", where="run = ? AND"), [run]
-            ).fetchall(),
+            "events": first_event_urls(events),  # the rule an import applies to the rows it writes
         }
         for table, columns in (("steps", _STEP_COLUMNS), ("trajectories", _TRAJECTORY_COLUMNS)):
             rows[table] = cur.execute(
@@ -162,10 +158,12 @@ def written_rows(tables: dict, network_events) -> dict[str, list[tuple]]:
 
 
 def first_event_urls(events) -> list[tuple]:
-    """`_EVENT_URLS` over an Arrow table of `network_events` rows: (task_id, first seq, url) of each
-    distinct non-static URL of a task, in no particular order. Arrow compute and numpy, not a query:
-    pyarrow's group_by loads its Acero engine (56 MB more RSS in a bare process), an in-memory DuckDB
-    costs a connection and a copy of the rows back into Python."""
+    """The network URLs the index holds, from an Arrow table of `network_events` rows (at least
+    `_EVENT_COLUMNS`): (task_id, least seq, url) of each distinct URL of a task, leaving out static assets
+    and rows whose `is_static_asset` or `url` is null, in no particular order. The one definition: an
+    import applies it to the rows it writes, a rebuild to the rows it reads back. Arrow compute and
+    numpy, not a query: pyarrow's group_by loads its Acero engine (56 MB more RSS in a bare process), an
+    in-memory DuckDB costs a connection and a copy of the rows back into Python."""
     import numpy as np
     import pyarrow.compute as pc
 
