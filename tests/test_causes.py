@@ -13,7 +13,7 @@ from apptest_support import page_texts
 from cause_support import MODEL_REASONING, OPEN_TASK, diagnose_with_model, forget_diagnosis
 from demo_support import BABEL, NAV, OPAGENT, WAV
 
-from core.diagnose.taxonomy import CAUSE_LABEL
+from core.diagnose.taxonomy import CAUSE_LABEL, NOT_DIAGNOSED
 from core.errors import InputError, NotFound
 from core.queries import causes, failures, triage
 from core.queries.annotations import current
@@ -346,4 +346,4 @@ def test_a_failed_task_without_a_cause_is_offered_and_found_as_none(store):
     shown = triage.apply_filter(table, triage.TriageFilter(causes=(triage.NONE,), verdicts=("failure",)))
     assert shown.task_ids() == [374]
     part = causes.cause_breakdown(store, [NAV])
-    assert causes.NOT_DIAGNOSED in set(part["name"]) and part["tasks"].sum() == len(_failed(store, NAV))
+    assert NOT_DIAGNOSED in set(part["name"]) and part["tasks"].sum() == len(_failed(store, NAV))

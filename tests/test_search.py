@@ -107,13 +107,13 @@ def test_cause_filter_and_cause_summaries(demo):
         )
         by_cause = search(store, "the", cause="gave_up", limit=2000)
         summary = search(store, '"got HTTP 502"', limit=50)  # the constructed 502's cause sentence
-        not_diagnosed = search(store, "the", run="wav-demo", limit=5)
+        not_diagnosed = search(store, "expected", run="wav-demo", limit=5)  # its evaluator sentence
     assert gave_up and by_cause.hits and {(h.run, h.task_id) for h in by_cause.hits} <= gave_up
     assert {h.cause for h in by_cause.hits} == {"gave_up"}
     assert ("wav-navigation", 374, "cause") in {(h.run, h.task_id, h.kind) for h in summary.hits}
     assert "opagent" not in by_cause.undiagnosed and "wav-demo" in by_cause.undiagnosed
     failed = [h for h in not_diagnosed.hits if h.outcome == "failure"]
-    assert all(h.cause_text() == "not diagnosed" for h in failed)
+    assert failed and all(h.cause_text() == "not diagnosed" for h in failed)
 
 
 def test_labels_and_notes_are_searched_latest_row_only(demo):
@@ -215,10 +215,10 @@ def test_a_failed_reimport_leaves_the_index_as_it_was(tasks_store, shipped_data,
     assert (again.total, again.hits) == (before.total, before.hits)
 
 
-def test_the_first_event_urls_from_arrow_are_the_query_over_the_same_rows():
-    """`first_event_urls` (Arrow compute) gives what `_EVENT_URLS` gives over the same table: a null
-    static flag or URL drops the row, a URL's first seq is its least even when a later row comes first."""
-    import duckdb
+def test_first_event_urls_keeps_each_urls_least_seq_and_drops_nulls_and_assets():
+    """The one rule of the index's URL documents (`first_event_urls`, applied by an import and by a
+    rebuild): a null static flag or URL drops the row, a static asset is left out, a URL's seq is its least
+    even when a later row comes first, an empty URL is a URL; chunks do not change the result."""
     import pyarrow as pa
 
     from core.files.network_events import NETWORK_EVENTS_SCHEMA
@@ -233,12 +233,8 @@ def test_the_first_event_urls_from_arrow_are_the_query_over_the_same_rows():
         {f.name: pa.array(columns.get(f.name, [None] * len(rows)), f.type) for f in NETWORK_EVENTS_SCHEMA},
         schema=NETWORK_EVENTS_SCHEMA,
     )
-    with duckdb.connect() as con:
-        con.register("events", table)
-        expected = con.execute(search_index._EVENT_URLS.format(source="events", where="")).fetchall()
     got = search_index.first_event_urls(table)
-    assert sorted(got) == sorted(expected) == [(1, 2, "http://a/x"), (2, 0, "http://a/z"), (2, 1, "http://a/x"),
-                                               (3, 9, "")]  # fmt: skip
+    assert sorted(got) == [(1, 2, "http://a/x"), (2, 0, "http://a/z"), (2, 1, "http://a/x"), (3, 9, "")]
     assert search_index.first_event_urls(table.slice(0, 0)) == []
     assert search_index.first_event_urls(pa.concat_tables([table.slice(0, 4), table.slice(4)])) == got
 
@@ -378,6 +374,37 @@ def test_a_wav_import_indexes_its_network_urls_as_a_rebuild_does(tasks_store, sh
     assert hits() == imported
 
 
+def test_an_import_and_a_rebuild_index_the_same_network_urls_of_the_real_trace(
+    tasks_store, shipped_data, monkeypatch
+):
+    """One rule, two inputs: the URL documents `import wav-run` writes from its Arrow table and those
+    `search --reindex` builds from the stored rows are the same, and are the first seq of each distinct
+    non-static URL of a task by a query over the stored events (the demo run's real HAR traces, where a URL
+    recurs at later seqs)."""
+    from core.ingest.wav_run import import_wav_run
+
+    written = []
+    real = search_index.index_written
+    monkeypatch.setattr(search_index, "index_written", lambda db, run, gen, rows: (
+        written.append(rows["events"]), real(db, run, gen, rows)))  # fmt: skip
+    wav = shipped_data / "webarena-verified"
+    import_wav_run(tasks_store, wav / "demo-run", "w", config=wav / "config.demo.json", workers=1)
+    rebuilt = []
+    monkeypatch.setattr(search_index, "_write", lambda db, runs, clear: rebuilt.extend(
+        rows["events"] for _, _, rows in runs))  # fmt: skip
+    search_index.reindex(tasks_store)
+    expected = tasks_store.query(
+        "SELECT task_id, min(seq), url FROM network_events WHERE run = 'w' AND NOT is_static_asset"
+        " AND url IS NOT NULL GROUP BY task_id, url"
+    )
+    (recurring,) = tasks_store.query(
+        "SELECT count(*) FROM (SELECT 1 FROM network_events WHERE run = 'w' AND NOT is_static_asset"
+        " GROUP BY task_id, url HAVING count(*) > 1)"
+    )[0]
+    assert len(written) == 1 and len(rebuilt) == 1 and recurring > 0
+    assert sorted(written[0]) == sorted(rebuilt[0]) == sorted(expected)
+
+
 def test_causes_read_as_the_taxonomys_words_and_travel_as_codes(open_page, demo: Path):
     """Search's cause filter and its hits' links say a cause as every other page does (`gave up early`, in the
     taxonomy's order), while the URL keeps the code (`cause=gave_up`)."""
@@ -395,3 +422,52 @@ def test_causes_read_as_the_taxonomys_words_and_travel_as_codes(open_page, demo:
     labels = [link.proto.label.replace("\\", "") for link in at.get("page_link")]
     assert found.total and len(labels) == len(found.hits)
     assert all(label.endswith("· cause: gave up early") for label in labels), labels[:3]
+
+
+def test_the_cli_and_the_page_say_a_hits_cause_in_the_same_words(open_page, demo: Path):
+    """One rule (`SearchHit.cause_text`) for both: the taxonomy's words (`gave up early`, never the code
+    `gave_up` the filter takes), and `not diagnosed` for a failed task of a diagnosed run whose primary cause
+    is gone (as after a re-score that failed it)."""
+    from core.diagnose.taxonomy import CAUSE_NAME, NOT_DIAGNOSED
+
+    with Store(demo) as store:
+        found = search(store, "the", run="opagent", outcome="failure", limit=2000)
+        causes = {(h.task_id, h.cause) for h in found.hits}
+        task_id, cause = min((t, c) for t, c in causes if c is not None)
+        with store.transaction() as cur:
+            cur.execute("DELETE FROM failure_causes WHERE run = 'opagent' AND task_id = ?", [task_id])
+        after = search(store, "the", run="opagent", outcome="failure", limit=2000)
+    assert {h.cause_text() for h in after.hits if h.task_id == task_id} == {NOT_DIAGNOSED}
+    assert {h.cause_text() for h in after.hits if h.task_id != task_id} == {
+        CAUSE_NAME[c] for t, c in causes if t != task_id
+    }
+    table = run_cli("search", "page", "--run", "opagent", "--cause", "gave_up", db=demo, check=True).stdout
+    hits = _cli(demo, "page", "--run", "opagent", "--cause", "gave_up")["hits"]
+    assert hits and {h["cause"] for h in hits} == {"gave_up"}  # JSON keeps the code
+    assert table.count("gave up early") == len(hits) and "gave_up" not in table
+    at = open_page(demo, "views/search.py", query="the", run="opagent", outcome="failure", limit="500")
+    labels = [link.proto.label.replace("\\", "") for link in at.get("page_link")]
+    mine = [label for label in labels if f"· task {task_id} ·" in label]
+    assert mine and all(label.endswith(f"· cause: {NOT_DIAGNOSED}") for label in mine)
+    assert CAUSE_NAME[cause] != NOT_DIAGNOSED
+
+
+def test_a_rebuild_reads_the_events_as_arrow_without_loading_pandas(demo: Path):
+    """`search --reindex` runs `first_event_urls` over the stored events (Arrow) yet loads no pandas: an
+    array turned into numpy makes pyarrow import it (50 MB more RSS, 0.4 s), which the SQL it replaced never
+    did."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom core.store import Store\nfrom core.search.index import reindex\n"
+        f"with Store({str(demo)!r}, read_only=True) as s:\n    n = reindex(s)\n"
+        "print(n, 'pyarrow' in sys.modules, 'pandas' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    with Store(demo, read_only=True) as store:
+        (runs,) = store.query("SELECT count(*) FROM runs")[0]
+        (events,) = store.query("SELECT count(*) FROM network_events")[0]
+    assert events > 0 and out == [str(runs), "True", "False"]

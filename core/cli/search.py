@@ -22,7 +22,11 @@ def search_cmd(
     ] = None,
     cause: Annotated[
         str | None,
-        typer.Option("--cause", help="Only failed tasks with this primary cause (`trajreview diagnose`)."),
+        typer.Option(
+            "--cause",
+            help="Only failed tasks with this primary cause, as a code (gave_up, wrong_element, ...;"
+            " a wrong one lists them): `trajreview diagnose` suggests them. Hits say the cause in words.",
+        ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", help="Hits to show.")] = 50,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",

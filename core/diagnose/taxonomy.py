@@ -42,6 +42,13 @@ CAUSE_NAME: dict[str, str] = {
     "wrong_answer": "answered wrong",
     UNDECIDED: "undecided",
 }
+# What a failed task without a primary cause shows (its run not diagnosed, or diagnosed before it failed).
+NOT_DIAGNOSED = "not diagnosed"
+
+
+def cause_name(cause: str | None) -> str:
+    """A cause code in words, as every page and the command line say it (`NOT_DIAGNOSED` for none)."""
+    return NOT_DIAGNOSED if cause is None else CAUSE_NAME.get(cause, cause)
 
 
 def cause_of_label(label: str | None) -> str | None:

@@ -15,25 +15,17 @@ from datetime import datetime
 import orjson
 import pandas as pd
 
-from core.diagnose.taxonomy import CAUSE_NAME, ORDER, cause_rank
+from core.diagnose.taxonomy import ORDER, cause_name, cause_rank
 from core.measure.stats import wilson_ci
 from core.queries.runs import verdicts_sql
 from core.store import Store
 
 FAILED = ("failure", "error")
-NOT_DIAGNOSED = (
-    "not diagnosed"  # a failed task without a primary cause (its run was diagnosed before it failed)
-)
 
 
 def diagnose_hint(run: str) -> str:
     """What a page says about a run that has no suggested causes yet (plain text: pages escape it)."""
     return f"Run {run!r} is not diagnosed yet: trajreview diagnose --run {run} suggests the causes of its failures."
-
-
-def cause_name(cause: str | None) -> str:
-    """A cause code in words (`NOT_DIAGNOSED` for none)."""
-    return NOT_DIAGNOSED if cause is None else CAUSE_NAME.get(cause, cause)
 
 
 @dataclass(frozen=True)

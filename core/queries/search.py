@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from core.diagnose.taxonomy import ORDER, cause_rank
+from core.diagnose.taxonomy import ORDER, cause_name, cause_rank
 from core.errors import InputError, NotFound
 from core.queries.records import Record
 from core.search import index as search_index
@@ -64,11 +64,11 @@ class SearchHit(Record):
     """The run has been diagnosed (`trajreview diagnose`): without it no task has a cause."""
 
     def cause_text(self) -> str:
-        """The cause as a hit shows it: the code, `not diagnosed` for a failed task of a run never
-        diagnosed, empty for a passed task."""
+        """The cause as a hit shows it, on the Search page and in `trajreview search`: in the taxonomy's
+        words (`gave up early`), `not diagnosed` for a failed task without one, empty for any other task."""
         if self.cause:
-            return self.cause
-        return "not diagnosed" if not self.diagnosed and self.outcome in ("failure", "error") else ""
+            return cause_name(self.cause)
+        return cause_name(None) if self.outcome in ("failure", "error") else ""
 
 
 class SearchResult(Record):

@@ -124,13 +124,8 @@ def _writer(index):
 
 _STEP_COLUMNS = ("task_id", "episode", "idx", *(c for c, _ in STEP_TEXTS))
 _TRAJECTORY_COLUMNS = ("task_id", "episode", "final_answer", "termination_detail")
-
-
-# The first event of each distinct URL of a task that is not a static asset: one document each.
-_EVENT_URLS = (
-    "SELECT task_id, min(seq), url FROM {source} WHERE {where} NOT is_static_asset AND url IS NOT NULL"
-    " GROUP BY task_id, url"
-)
+# The network_events columns `first_event_urls` reads.
+_EVENT_COLUMNS = ("task_id", "seq", "url", "is_static_asset")
 
 
 def _run_rows(store, run: str) -> tuple[str | None, dict[str, list[tuple]]]:
@@ -139,11 +134,12 @@ def _run_rows(store, run: str) -> tuple[str | None, dict[str, list[tuple]]]:
         stamp = cur.execute("SELECT imported_at FROM runs WHERE name = ?", [run]).fetchall()
         if not stamp:
             return None, {}
+        events = cur.sql(
+            f"SELECT {', '.join(_EVENT_COLUMNS)} FROM network_events WHERE run = ?", params=[run]
+        ).to_arrow_table()
         rows = {
             "sites": dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall()),
-            "events": cur.execute(
-                _EVENT_URLS.format(source="network_events", where="run = ? AND"), [run]
-            ).fetchall(),
+            "events": first_event_urls(events),  # the rule an import applies to the rows it writes
         }
         for table, columns in (("steps", _STEP_COLUMNS), ("trajectories", _TRAJECTORY_COLUMNS)):
             rows[table] = cur.execute(
@@ -162,29 +158,36 @@ def written_rows(tables: dict, network_events) -> dict[str, list[tuple]]:
 
 
 def first_event_urls(events) -> list[tuple]:
-    """`_EVENT_URLS` over an Arrow table of `network_events` rows: (task_id, first seq, url) of each
-    distinct non-static URL of a task, in no particular order. Arrow compute and numpy, not a query:
+    """The network URLs the index holds, from an Arrow table of `network_events` rows (at least
+    `_EVENT_COLUMNS`): (task_id, least seq, url) of each distinct URL of a task, leaving out static assets
+    and rows whose `is_static_asset` or `url` is null, in no particular order. The one definition: an
+    import applies it to the rows it writes, a rebuild to the rows it reads back. Arrow compute alone:
     pyarrow's group_by loads its Acero engine (56 MB more RSS in a bare process), an in-memory DuckDB
-    costs a connection and a copy of the rows back into Python."""
-    import numpy as np
+    costs a connection and a copy of the rows back into Python, and an array turned into numpy makes
+    pyarrow import pandas (50 MB and 0.4 s more for a rebuild, which needs pandas nowhere else)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     if events.num_rows == 0:
         return []
-    # A null is_static_asset or url drops the row, as `NOT is_static_asset AND url IS NOT NULL` does.
+    # A null is_static_asset or url drops the row.
     keep = pc.and_(pc.invert(events.column("is_static_asset")), pc.is_valid(events.column("url")))
     kept = events.select(["task_id", "seq", "url"]).filter(keep).combine_chunks()
     if kept.num_rows == 0:
         return []
     coded = pc.dictionary_encode(kept.column("url").chunk(0))
-    urls = coded.dictionary
-    task_ids, seq = (kept.column(c).chunk(0).to_numpy() for c in ("task_id", "seq"))
-    key = task_ids.astype(np.int64) * len(urls) + coded.indices.to_numpy()
-    order = np.lexsort((seq, key))  # by (task, url), then seq: each group's first row holds its min(seq)
-    key = key[order]
-    first = order[np.concatenate(([True], key[1:] != key[:-1]))]
-    return list(zip(task_ids[first].tolist(), seq[first].tolist(),
-                    urls.take(coded.indices.take(first)).to_pylist(), strict=True))  # fmt: skip
+    ordered = pa.Table.from_arrays(
+        [kept.column("task_id"), pa.chunked_array([coded.indices]), kept.column("seq")],
+        names=["task", "url", "seq"],
+    ).sort_by([("task", "ascending"), ("url", "ascending"), ("seq", "ascending")])
+    # Each (task, url) group's first row holds its least seq.
+    n, task, url = ordered.num_rows, ordered.column("task"), ordered.column("url")
+    starts = pc.or_(
+        pc.not_equal(task.slice(1), task.slice(0, n - 1)), pc.not_equal(url.slice(1), url.slice(0, n - 1))
+    )
+    first = pa.concat_tables([ordered.slice(0, 1), ordered.slice(1).filter(starts)])
+    return list(zip(first.column("task").to_pylist(), first.column("seq").to_pylist(),
+                    coded.dictionary.take(first.column("url")).to_pylist(), strict=True))  # fmt: skip
 
 
 def _arrow_rows(table, columns: tuple[str, ...]) -> list[tuple]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from core.queries.causes import cause_name
+from core.diagnose.taxonomy import cause_name
 from core.queries.search import SearchHit, SearchResult, Snippet
 from dashboard import state
 from dashboard.text import escape_md
@@ -31,7 +31,7 @@ def task_link_params(hit: SearchHit) -> dict[str, str]:
 def _where(hit: SearchHit) -> str:
     at = f"step {hit.step}" if hit.step is not None else (
         f"event {hit.event_seq}" if hit.event_seq is not None else "task")  # fmt: skip
-    cause = cause_name(hit.cause) if hit.cause else hit.cause_text()  # in words, as every other page says it
+    cause = hit.cause_text()
     return " · ".join(
         p
         for p in (hit.run, f"task {hit.task_id}", at, hit.kind, hit.outcome, cause and f"cause: {cause}")
