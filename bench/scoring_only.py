@@ -49,18 +49,20 @@ def main(run_dir: str, config: str) -> None:
     # are joined (registered first, so this exit handler runs last).
     atexit.register(_exit_without_teardown)
     start_fork_server(SCORING_MODULES)  # first, as core.cli.start does
+    # By its module's name, not `__main__`'s: a function of the main script does not pickle to workers.
+    from bench.scoring_only import score_tasks
     from core.files.parallel import WorkerPool, arrow_without_pandas
     from core.ingest.wav_run import tasks_per_chunk
     from core.scoring.engine import read_config
-
-    # By its module's name, not `__main__`'s: a function of the main script does not pickle to workers.
-    from bench.scoring_only import score_tasks
 
     tasks = sorted((int(p.name), str(p)) for p in Path(run_dir).iterdir() if p.name.isdigit())
     config_json = read_config(Path(config))
     with WorkerPool(2, preload=SCORING_MODULES, initializer=arrow_without_pandas) as pool:
         results = pool.map_chunks(
-            partial(score_tasks, config_json), tasks, chunk_size=tasks_per_chunk(len(tasks), 2), total=len(tasks)
+            partial(score_tasks, config_json),
+            tasks,
+            chunk_size=tasks_per_chunk(len(tasks), 2),
+            total=len(tasks),
         )
     sys.stdout.write(json.dumps({task_id: [status, score] for task_id, status, score in results}))
     sys.stdout.flush()

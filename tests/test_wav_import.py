@@ -285,7 +285,7 @@ def test_run_imported_from_a_submission_can_be_rescored(tasks_store: Store, wav:
     from webarena_verified.api.internal.submission_handler import SubmissionHandler
     from webarena_verified.types.config import WebArenaVerifiedConfig
 
-    from core.scoring.engine import evaluate_run
+    from core.scoring.stored_scores import evaluate_run
 
     run = _copy_demo(wav, tmp_path / "run")
     result = SubmissionHandler([run], WebArenaVerifiedConfig(), set(TASKS)).create_submission(

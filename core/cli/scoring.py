@@ -1,4 +1,4 @@
-"""CLI commands of the scoring area: `evaluate` and `export eval` (thin wrappers over core.scoring.engine)."""
+"""CLI commands of the scoring area: `evaluate` and `export eval` (thin wrappers over core.scoring.stored_scores)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option("--workers", min=1, help="Scoring processes.")] = 2,
     ) -> None:
         """Score a stored run with the official webarena-verified engine and explain every failure."""
-        from core.scoring.engine import evaluate_run
+        from core.scoring.stored_scores import evaluate_run
 
         with ui.import_store(ctx) as store:
             with ui.progress_bar(f"scoring {run}") as progress:
@@ -47,7 +47,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         run: Annotated[str, typer.Option("--run", help="Run name.")],
     ) -> None:
         """Write the run's official per-task eval_result.json files and the eval_results.json summary."""
-        from core.scoring.engine import export_eval
+        from core.scoring.stored_scores import export_eval
 
         with ui.store_from(ctx, read_only=True) as store:
             n = export_eval(store, run, out)

@@ -29,11 +29,8 @@ from core.ingest.wav_tasks import TaskRead, events_table, read_and_score_chunk
 from core.ingest.writer import FAILURE_FIELDS, import_run, sort_failures
 from core.progress import ProgressCallback
 from core.scoring.agent_response import agent_response_row
-from core.scoring.engine import (
-    check_config,
-    read_config,
-    write_scores,
-)
+from core.scoring.engine import check_config, read_config
+from core.scoring.stored_scores import write_scores
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "wav-run"
