@@ -9,7 +9,7 @@ from core.cli.main import main
 from core.store import open_store
 
 
-def held_store(ctx):
+def held_store(ctx, **_options):
     return open_store(ui.db_path(ctx))
 
 

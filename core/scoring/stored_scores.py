@@ -52,7 +52,12 @@ def evaluate_run(
     Traces come from re-reading `runs.source_path` (the stored network events are a redacted view,
     not the engine's input). The config defaults to the run's stored environment config.
     """
-    found = store.query("SELECT source_path, config FROM runs WHERE name = ?", [run])
+    # One open of the file for both reads (a `ShortLivedStore` leaves a quarter-second turn between two).
+    with store.reading() as cur:
+        found = cur.execute("SELECT source_path, config FROM runs WHERE name = ?", [run]).fetchall()
+        responses = cur.execute(
+            "SELECT task_id, raw_text FROM agent_responses WHERE run = ? ORDER BY task_id", [run]
+        ).fetchall()
     if not found:
         raise NotFound("run", run)
     source_path, run_config = found[0]
@@ -62,9 +67,6 @@ def evaluate_run(
     source = Path(source_path)
     if not source.exists():
         raise InputError(source, "run source not found; re-import the run from its new location")
-    responses = store.query(
-        "SELECT task_id, raw_text FROM agent_responses WHERE run = ? ORDER BY task_id", [run]
-    )
     # A run directory is read in place; a submission .tar.gz is read again the same safe way as at import.
     with run_directory(source) as (root, _):
         # Each scoring process reads its tasks' traces itself (a HAR or a Playwright trace, as at import);
