@@ -5,7 +5,7 @@ command ends. tests/test_lock_hold.py runs it to show that its probe tells the t
 from __future__ import annotations
 
 from core.cli import ui
-from core.cli.main import main
+from core.cli.start import main
 from core.store import open_store
 
 

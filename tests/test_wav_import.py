@@ -350,7 +350,7 @@ def test_playwright_trace_in_a_task_directory(tasks_store: Store, wav: Path, tmp
 def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
     return subprocess.run(
-        [sys.executable, "-m", "core.cli.main", "--db", str(db), "import", "wav-run", *args],
+        [sys.executable, "-m", "core.cli.start", "--db", str(db), "import", "wav-run", *args],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
 
