@@ -82,20 +82,26 @@ def _not_a_database(path: Path) -> Path:
     return path
 
 
+@pytest.mark.parametrize("command", ["import wav-run", "evaluate"])
 @pytest.mark.parametrize(
     ("make", "message"),
     [(_newer_schema, "newer than this trajreview supports"), (_not_a_database, "cannot open database")],
 )
 def test_a_file_that_cannot_be_used_fails_in_one_line_before_the_run_is_read(
-    monkeypatch, capsys, wav, tmp_path, make, message
+    monkeypatch, capsys, wav, tmp_path, command, make, message
 ):
     from core.ingest import wav_run
+    from core.scoring import stored_scores
 
     db = make(tmp_path / "bad.duckdb")
     before = db.read_bytes()
     read: list[object] = []
-    monkeypatch.setattr(wav_run, "run_directory", lambda *a: read.append(a))  # never reached
-    run = ["import", "wav-run", str(wav / "demo-run"), "--run", "r", "--workers", "1"]
-    code, opened, err = run_counting(monkeypatch, capsys, db, run)
+    for module in (wav_run, stored_scores):  # where each command would open the run's files: never reached
+        monkeypatch.setattr(module, "run_directory", lambda *a: read.append(a))
+    args = {
+        "import wav-run": ["import", "wav-run", str(wav / "demo-run"), "--run", "r", "--workers", "1"],
+        "evaluate": ["evaluate", "--run", "r", "--workers", "1"],
+    }[command]
+    code, opened, err = run_counting(monkeypatch, capsys, db, args)
     assert code == 2 and err.count("\n") == 1 and message in err, err
     assert read == [] and opened == [str(db)] and db.read_bytes() == before
