@@ -51,7 +51,8 @@ class ScoringInput(BaseModel):
 # -- configuration --------------------------------------------------------------------------------
 def _load_engine() -> None:
     """The engine imported in this process (once), its unit registry from the cache: called before any
-    engine import here. Imported late: a module that only reads configs or rows loads no pint."""
+    engine import here (the config check, the engine). `official_engine` imports pint, so it is imported
+    here, not at the top: a process that only reads configs (an import's parent) loads neither."""
     from core.scoring.official_engine import load_engine
 
     load_engine()
