@@ -52,7 +52,7 @@ class ScoringInput(BaseModel):
 def _load_engine() -> None:
     """The engine imported in this process (once), its unit registry from the cache: called before any
     engine import here (the config check, the engine). `official_engine` imports pint, so it is imported
-    here, not at the top: a process that only reads configs (an import's parent) loads neither."""
+    here, not at the top: importing this module loads no pint."""
     from core.scoring.official_engine import load_engine
 
     load_engine()
