@@ -58,7 +58,7 @@ SITES = ("__GITLAB__", "__SHOPPING__", "__REDDIT__", "__MAP__", "__WIKIPEDIA__")
 
 def build_run(root: Path) -> tuple[Path, Path]:
     """The 812-task run directory and a config mapping every site to the HAR's origin."""
-    from core.scoring.engine import expected_answer
+    from core.scoring.cannot_pass import expected_answer
 
     har = shared_data_dir() / "webarena-verified" / "demo-run" / "107" / "network.har"
     entries = orjson.loads(har.read_bytes())["log"]["entries"]

@@ -38,7 +38,7 @@ def serve(db: Path, *extra_args: str, env: dict | None = None, port: int | None 
     after."""
     port = port or free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "core.cli.main", "--db", str(db), "serve", "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", "core.cli.start", "--db", str(db), "serve", "--host", "127.0.0.1", "--port", str(port),
          *extra_args],
         env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip

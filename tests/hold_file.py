@@ -5,11 +5,11 @@ command ends. tests/test_lock_hold.py runs it to show that its probe tells the t
 from __future__ import annotations
 
 from core.cli import ui
-from core.cli.main import main
+from core.cli.start import main
 from core.store import open_store
 
 
-def held_store(ctx):
+def held_store(ctx, **_options):
     return open_store(ui.db_path(ctx))
 
 

@@ -331,7 +331,7 @@ def test_read_episode_of_reset_crash_without_step_file(sample_dir):
 def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
     return subprocess.run(
-        [sys.executable, "-m", "core.cli.main", "--db", str(db), *args],
+        [sys.executable, "-m", "core.cli.start", "--db", str(db), *args],
         capture_output=True,
         text=True,
         env=env,

@@ -45,7 +45,7 @@ def served(tasks_db, tmp_path):
     port = _free_port()
     env = {**os.environ, "TRAJREVIEW_DB": str(db)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "core.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "core.cli.start", "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -89,7 +89,7 @@ def test_runs_page_in_chromium_while_cli_writes(served, tmp_path):
             # A second process writes to the same file while the dashboard serves it.
             env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
             write = subprocess.run(
-                [sys.executable, "-m", "core.cli.main", "--db", str(db), "import", "tasks", "--original"],
+                [sys.executable, "-m", "core.cli.start", "--db", str(db), "import", "tasks", "--original"],
                 capture_output=True, text=True, env=env, timeout=120,
             )  # fmt: skip
             assert write.returncode == 0, write.stderr

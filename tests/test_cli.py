@@ -1,14 +1,16 @@
-"""The `trajreview` command as a user runs it: real subprocesses, exit codes, one-line errors."""
+"""The `trajreview` command as a user runs it: real subprocesses through the console script's entry point
+(`core.cli.start:main`, as `python -m core.cli.start`), exit codes, one-line errors."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
 
 def run_cli(*args: str, db=None, check: bool = False) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "core.cli.main"]
+    cmd = [sys.executable, "-m", "core.cli.start"]
     if db is not None:
         cmd += ["--db", str(db)]
     env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
@@ -29,7 +31,7 @@ def test_init_info_and_import_tasks(tmp_path):
 def test_env_var_selects_database(tmp_path):
     db = tmp_path / "env.duckdb"
     env = {**os.environ, "TRAJREVIEW_DB": str(db)}
-    subprocess.run([sys.executable, "-m", "core.cli.main", "init"], env=env, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "core.cli.start", "init"], env=env, check=True, capture_output=True)
     assert db.exists()
 
 
@@ -88,3 +90,47 @@ def test_an_unencodable_print_is_escaped_and_does_not_poison_later_prints(capsys
     out, err = capsys.readouterr()
     assert out.splitlines() == ["answer: \\ud800 end", "a normal line"]
     assert err.splitlines() == ["err \\udfff", "after"]
+
+
+def test_the_pooled_commands_through_the_entry_point(tmp_path, tasks_db, shipped_data):
+    """`import wav-run` and `evaluate` with their worker pool (the fork server started by the entry point):
+    they succeed, and a bad input ends with exit code 2 and one line, the stored run as it was."""
+    from core.store import Store
+
+    wav = shipped_data / "webarena-verified"
+    db = tmp_path / "pooled.duckdb"
+    shutil.copy(tasks_db, db)
+    config = str(wav / "config.demo.json")
+    imported = run_cli("import", "wav-run", str(wav / "demo-run"), "--run", "r", "--config", config, db=db)
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stderr == "" and "run r: 2 tasks" in imported.stdout
+
+    def stored() -> list[tuple]:
+        with Store(db, read_only=True) as store:
+            return store.query(
+                "SELECT r.imported_at, e.task_id, e.status, e.score, e.evaluated_at FROM runs r"
+                " JOIN evaluations e ON e.run = r.name WHERE r.name = 'r' ORDER BY e.task_id"
+            )
+
+    before = stored()
+    assert len(before) == 2
+    bad_config = tmp_path / "bad.json"
+    bad_config.write_text("{not json")
+    failures = {
+        "import": ("import", "wav-run", str(wav / "demo-run"), "--run", "r", "--config", str(bad_config)),
+        "evaluate config": ("evaluate", "--run", "r", "--config", str(tmp_path / "absent.json")),
+        "evaluate run": ("evaluate", "--run", "nope"),
+    }
+    for name, args in failures.items():
+        failed = run_cli(*args, db=db)
+        assert failed.returncode == 2, (name, failed.stderr)
+        assert failed.stderr.startswith("error: ") and len(failed.stderr.splitlines()) == 1, (
+            name,
+            failed.stderr,
+        )
+        assert stored() == before, name  # nothing half-written
+    evaluated = run_cli("evaluate", "--run", "r", db=db)
+    assert evaluated.returncode == 0, evaluated.stderr
+    after = stored()
+    assert [row[1:4] for row in after] == [row[1:4] for row in before]  # the same scores
+    assert all(a[4] > b[4] for a, b in zip(after, before, strict=True))  # written anew

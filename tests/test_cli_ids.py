@@ -181,7 +181,7 @@ def test_import_tasks_with_a_huge_id_in_a_real_process(db):
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     env.pop("TRAJREVIEW_DB", None)
     result = subprocess.run(
-        [sys.executable, "-m", "core.cli.main", "--db", str(fresh), "import", "tasks", str(db.parent / "big.json")],
+        [sys.executable, "-m", "core.cli.start", "--db", str(fresh), "import", "tasks", str(db.parent / "big.json")],
         capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300,
     )  # fmt: skip
     assert result.returncode == 2 and "Traceback" not in result.stderr

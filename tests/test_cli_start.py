@@ -125,3 +125,16 @@ def test_workers_do_not_import_the_command_line(tmp_path: Path, entry: str, type
                          timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert f"TYPER {typer_in_workers}" in out.stdout.splitlines()
+
+
+def test_the_tests_run_the_command_as_users_run_it():
+    """A subprocess test of the command goes through the console script's entry point (`python -m
+    core.cli.start`), never `python -m core.cli.main`, which skips its early fork server and its ending."""
+    pattern = '"-m", "core.cli.' + 'main"'  # split, so this file does not match itself
+    offenders = [
+        str(path.relative_to(REPO_ROOT))
+        for path in sorted((REPO_ROOT / "tests").rglob("*.py"))
+        if pattern in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == []
+    assert '"-m", "core.cli.start"' in (REPO_ROOT / "tests" / "test_cli.py").read_text(encoding="utf-8")

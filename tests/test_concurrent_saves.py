@@ -45,7 +45,7 @@ def test_two_savers_and_a_whole_run_import_lose_nothing(tasks_db: Path, shared_d
     first_lines = {key: p.stdout.readline() for key, p in savers.items()}  # each is saving now
     started = time.time()
     importer = subprocess.Popen(
-        [sys.executable, "-m", "core.cli.main", "--db", str(db), "import", "opagent", str(run_dir), "--run", "busy"],
+        [sys.executable, "-m", "core.cli.start", "--db", str(db), "import", "opagent", str(run_dir), "--run", "busy"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT,
     )  # fmt: skip
     finished: list[float] = []

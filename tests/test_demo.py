@@ -131,7 +131,7 @@ def test_demo_source_follows_the_shared_data(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAJREVIEW_SHARED_DATA", str(tmp_path / "absent"))
     assert demo_source() == "shipped"
     db = tmp_path / "demo.duckdb"
-    cli = [sys.executable, "-m", "core.cli.main", "--db", str(db), "demo", "--build-only"]
+    cli = [sys.executable, "-m", "core.cli.start", "--db", str(db), "demo", "--build-only"]
     done = subprocess.run(cli, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "the demo set shipped in the repository" in done.stdout and db.exists()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.scoring.engine import ScoringInput, explanations, score_inputs
+from core.scoring import explanations
+from core.scoring.engine import ScoringInput, score_inputs
 from tests.test_scoring_conformance import MATRIX_CONFIG, _entry
 
 

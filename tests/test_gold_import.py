@@ -217,7 +217,7 @@ def test_cli_prints_the_summary_and_one_line_errors(gold_xlsx: Path, tmp_path: P
     import sys
 
     db = tmp_path / "cli.duckdb"
-    cmd = [sys.executable, "-m", "core.cli.main", "--db", str(db), "import", "gold"]
+    cmd = [sys.executable, "-m", "core.cli.start", "--db", str(db), "import", "gold"]
     ok = subprocess.run([*cmd, str(gold_xlsx), "--name", "g"], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     numbers = ok.stdout.split("\n")

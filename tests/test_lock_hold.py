@@ -247,7 +247,7 @@ def run_beside_probe(
     )  # fmt: skip
     first = probe.stdout.readline()  # the probe is saving before the command starts
     args = [a.format(data=shared_data, tmp=inputs) for a in case.args]
-    module = "tests.hold_file" if held else "core.cli.main"
+    module = "tests.hold_file" if held else "core.cli.start"
     with FakeLLM() as llm:
         started = time.time()
         command = subprocess.run(

@@ -65,7 +65,8 @@ print("PROBE" + json.dumps({{
 
 
 def probe(cache_root: Path, *, via_cache: bool, texts: list[str]) -> dict:
-    imports = "import pint\n" + ("import core.scoring.official_engine\n" if via_cache else "")
+    loads = "from core.scoring.official_engine import load_engine\nload_engine()\n"
+    imports = "import pint\n" + (loads if via_cache else "")
     out = subprocess.run(
         [sys.executable, "-c", PROBE.format(imports=imports), json.dumps(texts)],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
@@ -138,3 +139,38 @@ def test_the_fork_servers_engine_reads_its_registry_from_the_cache(tmp_path: Pat
                          env={**os.environ, "TRAJREVIEW_CACHE_DIR": str(tmp_path)}, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert f"CACHE {cache_folder(tmp_path)}" in out.stdout.splitlines()
+
+
+def test_importing_the_module_does_not_import_the_engine():
+    """`core.scoring.official_engine` imports pint, not the engine: `load_engine()` does, once, and the
+    engine's pint then is the real one again (the fork server's preload calls it explicitly)."""
+    code = (
+        "import sys\n"
+        "from core.files.parallel import ENGINE_MODULE\n"
+        "from core.scoring import official_engine\n"
+        "print('BEFORE', ENGINE_MODULE in sys.modules, any(m.startswith('webarena_verified') for m in sys.modules))\n"
+        "official_engine.load_engine()\n"
+        "import pint\n"
+        "print('AFTER', ENGINE_MODULE in sys.modules, pint.UnitRegistry is official_engine.pint.UnitRegistry)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert "BEFORE False False" in out.stdout.splitlines()
+    assert "AFTER True True" in out.stdout.splitlines()
+
+
+def test_scoring_in_this_process_reads_the_registry_from_the_cache(tmp_path: Path):
+    """`--workers 1`: the engine is imported where the task is scored, through `load_engine()` first."""
+    probe(tmp_path, via_cache=True, texts=["2km"])  # a warm cache
+    code = (
+        "from core.scoring.engine import ScoringInput, read_config, score_chunk\n"
+        f"from tests.test_official_engine import {worker_registry_cache.__name__} as probe\n"
+        "[score] = score_chunk(read_config(None), [ScoringInput(task_id=107, agent_response='x')])\n"
+        "print('CACHE', probe(), score.task_id)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT,
+                         env={**os.environ, "TRAJREVIEW_CACHE_DIR": str(tmp_path)}, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert f"CACHE {cache_folder(tmp_path)} 107" in out.stdout.splitlines()

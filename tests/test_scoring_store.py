@@ -15,15 +15,9 @@ from core.errors import InputError, NotFound
 from core.ingest.records import RunMeta
 from core.ingest.tasks import verified_dataset_path
 from core.ingest.writer import replace_run
-from core.scoring.engine import (
-    CANNOT_PASS,
-    ScoringInput,
-    cannot_pass_evidence,
-    evaluate_run,
-    expected_answer,
-    export_eval,
-    score_inputs,
-)
+from core.scoring.cannot_pass import CANNOT_PASS, cannot_pass_evidence, expected_answer
+from core.scoring.engine import ScoringInput, score_inputs
+from core.scoring.stored_scores import evaluate_run, export_eval
 from core.store import insert_rows
 
 

@@ -61,7 +61,7 @@ def test_show_refuses_unknown_run_task_and_format_in_one_line(demo_db):
         ),
     ):
         done = subprocess.run(
-            [sys.executable, "-m", "core.cli.main", "--db", str(demo_db), "show", *args],
+            [sys.executable, "-m", "core.cli.start", "--db", str(demo_db), "show", *args],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert done.returncode == 2 and done.stdout == ""

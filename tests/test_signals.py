@@ -49,7 +49,7 @@ def _start(args: list[str]) -> subprocess.Popen:
     env.pop("TRAJREVIEW_DB", None)
     # A session of its own: what it leaves behind is found by session id, and cleaned up whatever happens.
     return subprocess.Popen(
-        [sys.executable, "-m", "core.cli.main", *args], env=env, cwd=REPO_ROOT, start_new_session=True,
+        [sys.executable, "-m", "core.cli.start", *args], env=env, cwd=REPO_ROOT, start_new_session=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_terminal,
     )  # fmt: skip
 

@@ -285,7 +285,7 @@ def test_run_imported_from_a_submission_can_be_rescored(tasks_store: Store, wav:
     from webarena_verified.api.internal.submission_handler import SubmissionHandler
     from webarena_verified.types.config import WebArenaVerifiedConfig
 
-    from core.scoring.engine import evaluate_run
+    from core.scoring.stored_scores import evaluate_run
 
     run = _copy_demo(wav, tmp_path / "run")
     result = SubmissionHandler([run], WebArenaVerifiedConfig(), set(TASKS)).create_submission(
@@ -350,7 +350,7 @@ def test_playwright_trace_in_a_task_directory(tasks_store: Store, wav: Path, tmp
 def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
     return subprocess.run(
-        [sys.executable, "-m", "core.cli.main", "--db", str(db), "import", "wav-run", *args],
+        [sys.executable, "-m", "core.cli.start", "--db", str(db), "import", "wav-run", *args],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
 

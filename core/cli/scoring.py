@@ -1,4 +1,4 @@
-"""CLI commands of the scoring area: `evaluate` and `export eval` (thin wrappers over core.scoring.engine)."""
+"""CLI commands of the scoring area: `evaluate` and `export eval` (thin wrappers over core.scoring.stored_scores)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,11 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option("--workers", min=1, help="Scoring processes.")] = 2,
     ) -> None:
         """Score a stored run with the official webarena-verified engine and explain every failure."""
-        from core.scoring.engine import evaluate_run
+        from core.ingest.writer import FAILURE_FIELDS, sort_failures
+        from core.scoring.stored_scores import evaluate_run
 
-        with ui.import_store(ctx) as store:
+        # The command's first operation reads the run before any trace is read: the file's only check.
+        with ui.import_store(ctx, reads_first=True) as store:
             with ui.progress_bar(f"scoring {run}") as progress:
                 scores = evaluate_run(store, run, config=config, workers=workers, on_progress=progress)
             counts = Counter(s.status for s in scores)
@@ -36,7 +38,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 ["success", "failure", "error", "cannot pass"],
                 [(counts["success"], counts["failure"], counts["error"], sum(s.cannot_pass for s in scores))],
             )
-            ui.print_failures(store, run)
+            # The run's evaluations are exactly these scores: listed without a read after the commit.
+            failures = [s.model_dump(include=FAILURE_FIELDS) for s in scores if s.status != "success"]
+            ui.print_failures(store, run, failures=sort_failures(failures))
 
     export_app = ui.export_group(app)
 
@@ -47,7 +51,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         run: Annotated[str, typer.Option("--run", help="Run name.")],
     ) -> None:
         """Write the run's official per-task eval_result.json files and the eval_results.json summary."""
-        from core.scoring.engine import export_eval
+        from core.scoring.stored_scores import export_eval
 
         with ui.store_from(ctx, read_only=True) as store:
             n = export_eval(store, run, out)

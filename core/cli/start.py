@@ -80,3 +80,7 @@ def _exit_without_teardown(exit_code: list[int]) -> None:
             with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
                 stream.flush()
         os._exit(exit_code[0])
+
+
+if __name__ == "__main__":  # `python -m core.cli.start ARGS`: the console script's entry, as tests run it
+    main()

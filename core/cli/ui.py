@@ -104,16 +104,22 @@ def store_from(ctx: typer.Context, *, read_only: bool = False) -> Store:
     return open_store(db_path(ctx), read_only=read_only)
 
 
-def import_store(ctx: typer.Context) -> ShortLivedStore:
+def import_store(ctx: typer.Context, *, reads_first: bool = False) -> ShortLivedStore:
     """The store of every command that writes for longer than an instant (imports, `evaluate`,
     `evaluate-offline`, `metrics`, `judge-agreement`): the file is held only for each short read and the
-    final transaction, so the app can save while a whole run imports (core.store.ShortLivedStore)."""
+    final transaction, so the app can save while a whole run imports (core.store.ShortLivedStore).
+
+    The file is created and migrated up front, so a bad file fails in one line before any parsing; with
+    `reads_first`, by the command's own first operation instead: a read that comes before any parsing
+    (`import wav-run` reads the task ids, `evaluate` the run), which opens the file as every open does
+    (creating and migrating it, or failing in one line), so the command needs no open of its own."""
     from core.paths import default_db_path
     from core.store import ShortLivedStore, open_store
 
     path = db_path(ctx) or default_db_path()
-    with open_store(path):  # create and migrate it up front; a bad file fails before any parsing
-        pass
+    if not reads_first:
+        with open_store(path):
+            pass
     return ShortLivedStore(path)
 
 

@@ -34,7 +34,8 @@ def import_wav_run_cmd(
     arrow_without_pandas()  # nothing in this command needs pandas: pyarrow need not import it
     from core.ingest.wav_run import import_wav_run
 
-    with ui.import_store(ctx) as store:
+    # The import's first operation reads the task ids before any task is read: the file's only check.
+    with ui.import_store(ctx, reads_first=True) as store:
         with ui.progress_bar("reading and scoring tasks") as progress:
             summary = import_wav_run(
                 store, path, run, config=config, agent=agent, model=model, paradigm=paradigm,  # type: ignore[arg-type]

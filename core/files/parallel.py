@@ -53,7 +53,7 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
 # worker side of an import, never DuckDB or pandas (`arrow_without_pandas`), imported by one module that
 # also keeps the GC off them (`core.ingest.scoring_preload`). Named here, as text, so the command line can
 # start the fork server before it imports any of them itself. ENGINE_MODULE is the official engine's own
-# module, named once here (`core.scoring.official_engine` imports it, the scoring bench's floor too).
+# module, named once here (`core.scoring.official_engine.load_engine` imports it, the scoring bench's floor too).
 ENGINE_MODULE = "webarena_verified.api.webarena_verified"
 SCORING_MODULES = ("core.ingest.scoring_preload",)
 

@@ -35,11 +35,8 @@ from core.ingest.wav_tasks import TaskRead, events_table, read_and_score_chunk
 from core.ingest.writer import FAILURE_FIELDS, import_run, sort_failures
 from core.progress import ProgressCallback
 from core.scoring.agent_response import agent_response_row
-from core.scoring.engine import (
-    check_config,
-    read_config,
-    write_scores,
-)
+from core.scoring.engine import check_config, read_config
+from core.scoring.stored_scores import write_scores
 from core.store import Store, insert_rows
 
 SOURCE_FORMAT = "wav-run"
@@ -132,31 +129,31 @@ def import_wav_run(
     if not run.strip():
         raise InputError("--run", "must not be empty")
     # The workers start now: the fork server's imports (the engine) overlap what this process reads.
-    with (
-        WorkerPool(workers, preload=SCORING_MODULES, initializer=arrow_without_pandas) as pool,
-        run_directory(path) as (run_dir, problems),
-    ):
+    with WorkerPool(workers, preload=SCORING_MODULES, initializer=arrow_without_pandas) as pool:
+        # The file's first open (creating and migrating it, or failing in one line) comes before anything
+        # is read from the run, a submission's extraction included (core.cli.ui.import_store, reads_first).
         known = known_task_ids(store)
-        progress = on_progress or (lambda done, total: None)
-        config_json, config_file = _read_config(Path(config) if config is not None else None, run_dir)
-        dirs = _task_dirs(run_dir, known, problems)
-        if not dirs and not problems:
-            raise InputError(path, "no task directories (<task_id>/agent_response.json and network.har)")
-        engine_config = read_config(config_json) if score else None
-        if engine_config is not None and config_file is not None:
-            check_config(pool, engine_config, config_file)
-        # Each worker reads, parses and scores its tasks: a trace is read once, in the process that
-        # scores it, and only compact results (Arrow tables, rows) travel back.
-        work = partial(read_and_score_chunk, run, engine_config)
-        outcomes = pool.map_chunks(work, [(task_id, str(task_dir)) for task_id, task_dir in dirs],
-                                   chunk_size=tasks_per_chunk(len(dirs), workers), total=len(dirs), on_progress=progress)  # fmt: skip
-        tasks: list[TaskRead] = []
-        scores: list = []
-        for task, task_problems, task_score in outcomes:
-            tasks.append(task)
-            problems.extend(task_problems)
-            if task_score is not None:
-                scores.append(task_score)
+        with run_directory(path) as (run_dir, problems):
+            progress = on_progress or (lambda done, total: None)
+            config_json, config_file = _read_config(Path(config) if config is not None else None, run_dir)
+            dirs = _task_dirs(run_dir, known, problems)
+            if not dirs and not problems:
+                raise InputError(path, "no task directories (<task_id>/agent_response.json and network.har)")
+            engine_config = read_config(config_json) if score else None
+            if engine_config is not None and config_file is not None:
+                check_config(pool, engine_config, config_file)
+            # Each worker reads, parses and scores its tasks: a trace is read once, in the process that
+            # scores it, and only compact results (Arrow tables, rows) travel back.
+            work = partial(read_and_score_chunk, run, engine_config)
+            outcomes = pool.map_chunks(work, [(task_id, str(task_dir)) for task_id, task_dir in dirs],
+                                       chunk_size=tasks_per_chunk(len(dirs), workers), total=len(dirs), on_progress=progress)  # fmt: skip
+            tasks: list[TaskRead] = []
+            scores: list = []
+            for task, task_problems, task_score in outcomes:
+                tasks.append(task)
+                problems.extend(task_problems)
+                if task_score is not None:
+                    scores.append(task_score)
 
     release_free_memory()  # what parsing freed goes back before the insert allocates (peak RSS)
     events = [table for table in map(events_table, tasks) if table is not None]

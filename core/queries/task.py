@@ -229,7 +229,7 @@ def task_header(store: Store, run: str, task_id: int) -> TaskHeader | None:
 
 def cannot_pass_evidence(task_id: int) -> str | None:
     """Why a task cannot pass under the pinned engine (docs/cannot-pass.md), in one line."""
-    from core.scoring.engine import CANNOT_PASS
+    from core.scoring.cannot_pass import CANNOT_PASS
 
     if task_id not in CANNOT_PASS:
         return None

@@ -1,11 +1,12 @@
 """The official engine, imported with pint's unit registry read from a definitions cache.
 
 The engine builds a `pint.UnitRegistry()` when it is imported (its distance type), parsing pint's unit
-definitions: about a fifth of the engine's one-second import. Importing this module imports the engine
-with `pint.UnitRegistry` standing, for that import only, for a factory that builds the same registry
-from the parsed definitions pint pickles into `unit_cache_dir()` (tens of milliseconds once warm). The
-fork server preloads this module (`core.files.parallel.SCORING_MODULES`); in-process users call
-`load_engine()` before their first engine import.
+definitions: about a fifth of the engine's one-second import. `load_engine()` imports the engine with
+`pint.UnitRegistry` standing, for that import only, for a factory that builds the same registry from the
+parsed definitions pint pickles into `unit_cache_dir()` (tens of milliseconds once warm). Importing this
+module does nothing more than import pint: the fork server's preload (`core.ingest.scoring_preload`)
+calls `load_engine()` first, and in-process users (`core.scoring.engine`) call it before their first
+engine import.
 
 The cache holds pickles, so it lives in this user's own cache directory (mode 0700, owned by this user,
 else unused), one folder per pint version. pint writes its cache files in place, so a new cache is
@@ -108,6 +109,3 @@ def load_engine() -> None:
         return
     with _registry_from_cache():
         importlib.import_module(ENGINE_MODULE)
-
-
-load_engine()  # the fork server preloads this module by name

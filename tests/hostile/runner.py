@@ -95,9 +95,20 @@ def _env(repo: Path) -> dict[str, str]:
     }  # fmt: skip
 
 
+# The console script's entry point (`trajreview` runs `core.cli.start:main`), also in a checkout (`--repo`)
+# older than its `python -m core.cli.start` guard, or than the module itself.
+ENTRY = """
+try:
+    from core.cli.start import main
+except ImportError:
+    from core.cli.main import main
+main()
+"""
+
+
 def cli(repo: Path, db: Path, args: list[str], cwd: Path, timeout: float = TIME_LIMIT_S):
     """(returncode or None on timeout, stdout, stderr, seconds, peak RSS MB) of one CLI run."""
-    command = [_python(repo), "-m", "core.cli.main", "--db", str(db), *args]
+    command = [_python(repo), "-c", ENTRY, "--db", str(db), *args]
     out_path, err_path = cwd / ".stdout", cwd / ".stderr"
     started = time.perf_counter()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
