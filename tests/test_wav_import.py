@@ -347,8 +347,10 @@ def test_playwright_trace_in_a_task_directory(tasks_store: Store, wav: Path, tmp
 
 
 # -- the command -----------------------------------------------------------------------------------------
-def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
+def _cli(*args: str, db: Path, hash_seed: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
+    if hash_seed is not None:
+        env["PYTHONHASHSEED"] = hash_seed
     return subprocess.run(
         [sys.executable, "-m", "core.cli.start", "--db", str(db), "import", "wav-run", *args],
         capture_output=True, text=True, env=env,
@@ -373,6 +375,30 @@ def test_cli_exit_codes(tasks_db: Path, wav: Path, tmp_path: Path):
     partial = _cli(str(broken), "--run", "cli2", "--no-score", db=db)
     assert partial.returncode == 0 and f"{len(EXPECTED_PROBLEMS)} problems" in partial.stdout
     assert "problem [unknown_task]: task 99999" in partial.stdout
+
+
+def test_two_imports_of_one_run_store_the_same_text_whatever_the_hash_seed(
+    tasks_db: Path, wav: Path, tmp_path: Path
+):
+    """The engine builds a response's normalised object from a set, so its key order follows the process's
+    hash seed; stored in the expected object's order, two imports of one run are equal row for row."""
+    stored = []
+    for seed in ("1", "2"):
+        db = tmp_path / f"seed{seed}.duckdb"
+        shutil.copy(tasks_db, db)
+        done = _cli(str(wav / "demo-run"), "--run", "r", db=db, hash_seed=seed)
+        assert done.returncode == 0, done.stderr
+        with Store(db, read_only=True) as store:
+            rows = store.query(
+                "SELECT task_id, idx, evaluator, status, score, CAST(actual_normalized AS VARCHAR),"
+                " CAST(expected_normalized AS VARCHAR), explanation FROM evaluator_results ORDER BY ALL"
+            )
+        stored.append(rows)
+    agent = [row for row in stored[0] if row[2] == "AgentResponseEvaluator"]
+    assert agent and all(json.loads(row[5]) for row in agent)  # normalised objects were stored
+    assert stored[0] == stored[1]
+    # in the expected object's order, the one the Evaluation panel shows beside it
+    assert all(list(json.loads(row[5])) == list(json.loads(row[6])) for row in agent)
 
 
 def test_event_seqs_survive_leaving_static_assets_out(tasks_store: Store, wav: Path, tmp_path: Path):

@@ -161,7 +161,7 @@ def _evaluator_row(idx: int, er: dict, cfg, context, seq_of: dict[int, int], bri
         expected=json_text(expected_raw),
         actual=json_text(er.get("actual")),
         expected_normalized=json_text(er.get("expected")),
-        actual_normalized=json_text(er.get("actual_normalized")),
+        actual_normalized=json_text(keys_like(er.get("actual_normalized"), er.get("expected"))),
         error=er.get("error_msg"),
     )
     try:
@@ -250,6 +250,20 @@ def _locate_network_events(
     )
     row.explanation = explained.sentence
     row.nearest_event_seq = explained.nearest_seq
+
+
+def keys_like(value: Any, model: Any) -> Any:
+    """`value` with its keys in `model`'s order, then the rest sorted (when both are objects).
+
+    The engine builds a response's normalised object from a set of keys, so its key order changes from
+    one process to the next (`PYTHONHASHSEED`): stored as reported, two imports of one run would differ
+    in text. The expected object's order is fixed by the dataset, and the two are read side by side."""
+    if not isinstance(value, dict) or not isinstance(model, dict):
+        return value
+    return {
+        **{k: value[k] for k in model if k in value},
+        **{k: value[k] for k in sorted(value, key=str) if k not in model},
+    }
 
 
 def _as_reported(normalized: Any) -> Any:
