@@ -95,9 +95,11 @@ def start_fork_server(preload: Sequence[str]) -> None:
 
 
 def release_free_memory() -> None:
-    """Hand the C heap's free pages back to the system (glibc `malloc_trim`; nothing elsewhere): after a
-    large trace is parsed its freed buffers would otherwise stay in this process's RSS while the next
-    stage allocates its own."""
+    """Hand free pages back to the system, Arrow's memory pool's (mimalloc or jemalloc keep freed pages for
+    reuse) and the C heap's (glibc `malloc_trim`; nothing elsewhere): after a large trace is parsed its
+    freed buffers would otherwise stay in this process's RSS while the next stage allocates its own."""
+    if "pyarrow" in sys.modules:  # a process that never loaded Arrow has no pool to trim
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.malloc_trim(0)
