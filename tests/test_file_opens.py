@@ -6,14 +6,12 @@ write transaction, and nothing else; a file that cannot be used fails in one lin
 from __future__ import annotations
 
 import shutil
-import signal
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
+from test_cli_ids import run_main
 
-from core.cli import main as cli
 from core.store import Store
 
 
@@ -32,16 +30,9 @@ def run_counting(monkeypatch, capsys, db: Path, args: list[str]) -> tuple[int, l
         return connect(database, *rest, **options)
 
     monkeypatch.setattr(duckdb, "connect", counting)
-    monkeypatch.setattr(sys, "argv", ["trajreview", "--db", str(db), *args])
-    monkeypatch.delenv("TRAJREVIEW_DB", raising=False)
-    previous = signal.getsignal(signal.SIGTERM)  # main() installs its own
-    try:
-        with pytest.raises(SystemExit) as exit_info:
-            cli.main()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    code, _, err = run_main(monkeypatch, capsys, ["--db", str(db), *args])
     monkeypatch.setattr(duckdb, "connect", connect)
-    return exit_info.value.code, opened, capsys.readouterr().err
+    return code, opened, err
 
 
 def test_an_import_and_an_evaluate_open_the_file_twice(monkeypatch, capsys, tasks_db, wav, tmp_path):

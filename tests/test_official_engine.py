@@ -135,10 +135,18 @@ def test_the_fork_servers_engine_reads_its_registry_from_the_cache(tmp_path: Pat
         "    assert pool.executor is not None\n"
         "    print('CACHE', pool.call(probe))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT,
-                         env={**os.environ, "TRAJREVIEW_CACHE_DIR": str(tmp_path)}, timeout=300)  # fmt: skip
-    assert out.returncode == 0, out.stderr
+    out = _python(code, cache_dir=tmp_path)
     assert f"CACHE {cache_folder(tmp_path)}" in out.stdout.splitlines()
+
+
+def _python(code: str, cache_dir: Path | None = None) -> subprocess.CompletedProcess:
+    """`python -c CODE` from the repository (with its pint cache in `cache_dir`), which must succeed."""
+    env = {**os.environ, "TRAJREVIEW_CACHE_DIR": str(cache_dir)} if cache_dir is not None else None
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    return out
 
 
 def test_importing_the_module_does_not_import_the_engine():
@@ -153,10 +161,7 @@ def test_importing_the_module_does_not_import_the_engine():
         "import pint\n"
         "print('AFTER', ENGINE_MODULE in sys.modules, pint.UnitRegistry is official_engine.pint.UnitRegistry)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
-    )
-    assert out.returncode == 0, out.stderr
+    out = _python(code)
     assert "BEFORE False False" in out.stdout.splitlines()
     assert "AFTER True True" in out.stdout.splitlines()
 
@@ -170,7 +175,5 @@ def test_scoring_in_this_process_reads_the_registry_from_the_cache(tmp_path: Pat
         "[score] = score_chunk(read_config(None), [ScoringInput(task_id=107, agent_response='x')])\n"
         "print('CACHE', probe(), score.task_id)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT,
-                         env={**os.environ, "TRAJREVIEW_CACHE_DIR": str(tmp_path)}, timeout=300)  # fmt: skip
-    assert out.returncode == 0, out.stderr
+    out = _python(code, cache_dir=tmp_path)
     assert f"CACHE {cache_folder(tmp_path)} 107" in out.stdout.splitlines()
