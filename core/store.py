@@ -32,8 +32,10 @@ import pyarrow as pa
 
 from core.errors import NotFound, StoreError
 
-# The longest a process waiting for the file sleeps between two tries to open it.
-POLL_MAX_S = 0.2
+# The longest a process waiting for the file sleeps between two tries to open it. Short, because every
+# command leaves the file free between two operations for a turn just above it (ShortLivedStore.TURN_S),
+# and that turn is paid by every small import; a failed try (the lock held) costs well under a millisecond.
+POLL_MAX_S = 0.05
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 _LOCK_HINT = re.compile(r"PID (\d+)")
 
@@ -220,7 +222,7 @@ class ShortLivedStore:
     process sleeps between its tries (POLL_MAX_S): a run of short reads never starves the app's save. `holds` records how long each open held the file (the save benchmark reads it).
     """
 
-    TURN_S = 0.25
+    TURN_S = 0.06
 
     def __init__(self, path: str | Path, *, lock_timeout_s: float = 120.0):
         self.path = Path(path)

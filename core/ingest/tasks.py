@@ -260,7 +260,7 @@ def ensure_tasks(store: Store, *, original: bool = True) -> None:
 
 def known_task_ids(store: Store) -> set[int]:
     """The tasks table's ids, the packaged datasets loaded first if missing: one read of the file in the
-    usual case (a `ShortLivedStore` leaves a turn between two operations, a quarter second)."""
+    usual case (a `ShortLivedStore` leaves a turn between two operations, `TURN_S`)."""
     with store.reading() as cur:
         have = {k for (k,) in cur.execute("SELECT kind FROM datasets").fetchall()}
         known = {task_id for (task_id,) in cur.execute("SELECT task_id FROM tasks").fetchall()}

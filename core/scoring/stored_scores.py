@@ -52,7 +52,7 @@ def evaluate_run(
     Traces come from re-reading `runs.source_path` (the stored network events are a redacted view,
     not the engine's input). The config defaults to the run's stored environment config.
     """
-    # One open of the file for both reads (a `ShortLivedStore` leaves a quarter-second turn between two).
+    # One open of the file for both reads (a `ShortLivedStore` leaves a turn, `TURN_S`, between two).
     with store.reading() as cur:
         found = cur.execute("SELECT source_path, config FROM runs WHERE name = ?", [run]).fetchall()
         responses = cur.execute(
