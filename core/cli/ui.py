@@ -176,10 +176,10 @@ def print_table(title: str, columns: list[str], rows: list[tuple]) -> None:
 def print_failures(store, run: str, limit: int = 15, *, failures: list[dict] | None = None) -> None:
     """The run's failing tasks, one plain sentence each (agent text is printed as text, never markup).
     `failures`: the import's own list (core.ingest.writer.sort_failures), which saves a read of the file
-    after the import (a `ShortLivedStore` would first wait its quarter-second turn)."""
-    from core.queries.overview import failed_tasks
-
+    after the import (a `ShortLivedStore` would first wait its turn, `TURN_S`)."""
     if failures is None:
+        from core.queries.overview import failed_tasks
+
         failures = failed_tasks(store, run)
     if not failures:
         return

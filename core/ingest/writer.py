@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import duckdb
@@ -151,7 +152,7 @@ def import_run(
 
 
 def _write_run(store, meta, trajectories, problems, extra_writes, network_events):
-    from core.scoring.offline.run import NO_TRACE_FORMATS, evaluate_trajectories, write_evaluated
+    from core.scoring.offline import NO_TRACE_FORMATS
 
     # Everything that can be computed is computed with the file closed: the transaction only writes.
     tables = {
@@ -164,10 +165,13 @@ def _write_run(store, meta, trajectories, problems, extra_writes, network_events
     # the generation (the run's `imported_at`, decided now), the texts and the network URLs.
     imported_at = utcnow()
     rows = search_index.written_rows(tables, network_events)
-    offline = None
+    writes = list(extra_writes)
     if meta.source_format in NO_TRACE_FORMATS and trajectories:
+        from core.scoring.offline.run import evaluate_trajectories, write_evaluated
+
         answers = mark_answers(trajectories)
         offline = evaluate_trajectories(store, [t for t in trajectories if (t.task_id, t.episode) in answers])
+        writes.append(partial(write_evaluated, run=meta.name, results=offline))
     with store.transaction() as cur:
         replace_run(cur, meta, imported_at)
         for table, data in tables.items():
@@ -176,10 +180,8 @@ def _write_run(store, meta, trajectories, problems, extra_writes, network_events
                     insert_rows(cur, table, data)
             else:
                 insert_rows(cur, table, data)
-        for write in extra_writes:
+        for write in writes:
             write(cur)
-        if offline is not None:
-            write_evaluated(cur, meta.name, offline)
         # The tasks' sites, read here in one short query rather than in a read before the transaction:
         # every importer ends in this transaction, but not every one reads the file before it.
         rows["sites"] = dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall())

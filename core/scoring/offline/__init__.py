@@ -7,3 +7,7 @@ answer and last page URL), for runs without network traces. See docs/offline-eva
 - `agreement`: how often the offline result agrees with the run's own verdict;
 - `fuzzy`: the LLM questions (fuzzy_match, ua_match) through the judge's LLM stage, cached.
 """
+
+# Run formats without network traces: the official engine cannot score them, the offline evaluators can.
+# Here, not in `run`, so a WAV import can ask without importing the evaluators (about 30 ms of its write).
+NO_TRACE_FORMATS = frozenset({"webarena-render", "agentlab", "jsonl", "opagent"})

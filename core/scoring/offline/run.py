@@ -29,11 +29,10 @@ import orjson
 from core.errors import InputError, NotFound
 from core.progress import ProgressCallback
 from core.scoring.explanations import clip
+from core.scoring.offline import NO_TRACE_FORMATS
 from core.scoring.offline.webarena import FuzzyAnswer, Outcome, TaskRecord, combined_status, evaluate_task
 from core.store import ShortLivedStore, Store, insert_rows
 
-# Run formats without network traces: the official engine cannot score them, the offline evaluators can.
-NO_TRACE_FORMATS = frozenset({"webarena-render", "agentlab", "jsonl", "opagent"})
 SOURCES = {"run": "offline-run-config", "original": "offline-original-config"}
 _SENTENCE_CLIP = 600
 
