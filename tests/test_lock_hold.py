@@ -322,7 +322,7 @@ def test_every_command_that_writes_is_checked():
 
 
 def test_two_operations_in_a_row_leave_the_file_free_for_a_turn(tmp_path, monkeypatch):
-    """docs/architecture.md: two short operations in a row leave the file free for 0.25 s, longer than a
+    """docs/architecture.md: two short operations in a row leave the file free for a turn (TURN_S), longer than a
     waiting process sleeps between its tries."""
     from core.store import POLL_MAX_S, ShortLivedStore
 

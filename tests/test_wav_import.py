@@ -544,7 +544,7 @@ def test_odd_files_get_the_status_evaluate_task_gives(
 
 def test_a_small_import_opens_the_file_once_before_its_transaction(tasks_db: Path, wav: Path, tmp_path: Path):
     """Reading the dataset kinds and the task ids is one open of the file, not two (a `ShortLivedStore`
-    leaves a quarter-second turn between two operations in a row), then the one write transaction: the
+    leaves a turn (TURN_S) between two operations in a row), then the one write transaction: the
     search index is built from what the import wrote, and the failures it lists are its own scores."""
     from core.store import ShortLivedStore
 
