@@ -52,12 +52,12 @@ def test_an_import_and_an_evaluate_open_the_file_twice(monkeypatch, capsys, task
 
 def test_a_new_file_is_created_by_the_imports_first_read(monkeypatch, capsys, wav, tmp_path):
     """A file that does not exist yet: the first read creates and migrates it, the packaged datasets are
-    loaded in a transaction of their own and their ids read back, then the run's transaction."""
+    loaded in a transaction of their own that reads their ids back, then the run's transaction."""
     db = tmp_path / "new.duckdb"
     run = ["import", "wav-run", str(wav / "demo-run"), "--run", "r", "--no-score", "--workers", "1"]
     code, opened, err = run_counting(monkeypatch, capsys, db, run)
     assert code == 0, err
-    assert opened == [str(db)] * 4
+    assert opened == [str(db)] * 3
     with Store(db) as store:
         assert store.query("SELECT n_tasks FROM runs WHERE name = 'r'") == [(2,)]
 

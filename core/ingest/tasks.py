@@ -206,6 +206,11 @@ def import_tasks(store: Store, path: Path | None = None, *, original: bool = Fal
     Idempotent: a dataset whose checksum is already recorded is not rewritten. Returns the number
     of tasks per dataset name.
     """
+    return _import_tasks(store, path, original=original)[0]
+
+
+def _import_tasks(store: Store, path: Path | None, *, original: bool) -> tuple[dict[str, int], set[int]]:
+    """`import_tasks`, and the tasks table's ids as its transaction leaves them (read inside it)."""
     plans = []
     packaged = path is None
     verified_path = verified_dataset_path() if packaged else Path(path)
@@ -248,7 +253,8 @@ def import_tasks(store: Store, path: Path | None = None, *, original: bool = Fal
                 "INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?)",
                 [name, kind, _display_path(source, packaged), checksum, len(rows), utcnow()],
             )
-    return counts
+        ids = {task_id for (task_id,) in cur.execute("SELECT task_id FROM tasks").fetchall()}
+    return counts, ids
 
 
 def ensure_tasks(store: Store, *, original: bool = True) -> None:
@@ -260,13 +266,13 @@ def ensure_tasks(store: Store, *, original: bool = True) -> None:
 
 def known_task_ids(store: Store) -> set[int]:
     """The tasks table's ids, the packaged datasets loaded first if missing: one read of the file in the
-    usual case (a `ShortLivedStore` leaves a turn between two operations, `TURN_S`)."""
+    usual case (a `ShortLivedStore` leaves a turn between two operations, `TURN_S`); on a new file, that
+    read and the datasets' transaction, which reads the ids back itself."""
     with store.reading() as cur:
         have = {k for (k,) in cur.execute("SELECT kind FROM datasets").fetchall()}
         known = {task_id for (task_id,) in cur.execute("SELECT task_id FROM tasks").fetchall()}
     if _missing(have, original=True):
-        import_tasks(store, original=True)
-        known = {task_id for (task_id,) in store.query("SELECT task_id FROM tasks")}
+        known = _import_tasks(store, None, original=True)[1]
     return known
 
 
