@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from core.diagnose.taxonomy import cause_name
+from core.queries.causes import cause_name
 from core.queries.search import SearchHit, SearchResult, Snippet
 from dashboard import state
 from dashboard.text import escape_md

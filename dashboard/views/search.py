@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.diagnose.taxonomy import cause_name
 from core.queries import search as q
+from core.queries.causes import cause_name
 from dashboard import state
 from dashboard.components import search_hits
 from dashboard.db import read
