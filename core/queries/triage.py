@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import pandas as pd
 
@@ -394,3 +394,23 @@ def task_neighbours(table: TriageTable, f: TriageFilter, task_id: int) -> tuple[
     shown = apply_filter(table, f)
     failed = {r.task_id for r in shown.rows if r.failed}
     return neighbours(shown.task_ids(), failed, task_id)
+
+
+# Sorts whose order follows from the task id and the verdict alone.
+VERDICT_ORDERS = ("failed first", "task")
+
+
+def failed_neighbours(store: Store, run: str, task_id: int, f: TriageFilter) -> tuple[int | None, int | None]:
+    """`task_neighbours` of the run's triage table, what Task review's previous/next buttons need. With no
+    filter set and a sort in VERDICT_ORDERS, the list is read from the verdicts alone: one query ~5x
+    cheaper than the whole triage table, which a Task review opened cold paid for two task ids."""
+    if replace(f, sort="failed first", text=f.text.strip()) != TriageFilter() or f.sort not in VERDICT_ORDERS:
+        return task_neighbours(triage_table(store, run), f, task_id)
+    rows = store.query(
+        f"WITH v AS ({verdicts_sql()}) SELECT task_id, verdict FROM v ORDER BY task_id", {"run": run}
+    )
+    failed = {t for t, verdict in rows if verdict in FAILED}
+    ordered = [t for t, _ in rows]
+    if f.sort == "failed first":
+        ordered = [t for t in ordered if t in failed] + [t for t in ordered if t not in failed]
+    return neighbours(ordered, failed, task_id)

@@ -56,12 +56,8 @@ if header is None:
     _back_to_triage()
     st.stop()
 
-table = read(tq.triage_table, run)
-prev_task, next_task = (
-    tq.task_neighbours(table, tq.filter_from_params(state.list_param), task_id)
-    if table is not None
-    else (None, None)
-)
+wanted = tq.filter_from_params(state.list_param)
+prev_task, next_task = read(tq.failed_neighbours, run, task_id, wanted) or (None, None)
 nav = st.columns([1.3, 1.3, 1.3, 4])
 with nav[0]:
     _back_to_triage()
