@@ -32,10 +32,11 @@ import pyarrow as pa
 
 from core.errors import NotFound, StoreError
 
-# The longest a process waiting for the file sleeps between two tries to open it. Short, because every
-# command leaves the file free between two operations for a turn just above it (ShortLivedStore.TURN_S),
-# and that turn is paid by every small import; a failed try (the lock held) costs well under a millisecond.
-POLL_MAX_S = 0.05
+# The longest a process waiting for the file sleeps between two tries to open it. Every command leaves
+# the file free between two operations for a turn longer than this plus a try (ShortLivedStore.TURN_S),
+# and a small import pays that turn, so it is kept short; but a failed try costs 10-30 ms (DuckDB sets up
+# the database before it meets the lock), so a waiter polling much faster would burn a core.
+POLL_MAX_S = 0.1
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 _LOCK_HINT = re.compile(r"PID (\d+)")
 
@@ -222,7 +223,7 @@ class ShortLivedStore:
     process sleeps between its tries (POLL_MAX_S): a run of short reads never starves the app's save. `holds` records how long each open held the file (the save benchmark reads it).
     """
 
-    TURN_S = 0.06
+    TURN_S = 0.15
 
     def __init__(self, path: str | Path, *, lock_timeout_s: float = 120.0):
         self.path = Path(path)
