@@ -10,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 LINTED := core dashboard tests bench data/demo
 
-.PHONY: demo test lint deps pytest bench serve clean-demo
+.PHONY: demo test check lint deps pytest coverage bench serve clean-demo clean-cache
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,10 +38,28 @@ deps: $(STAMP)
 	$(BIN)/deptry core dashboard --known-first-party core --known-first-party dashboard \
 		--optional-dependencies-dev-groups dev
 
+# The suite on both cores (pytest-xdist). A test file runs whole on one worker (--dist loadfile), so a
+# database a module serves is served once and its browser tests share one chromium; expensive databases
+# come from .cache/test-builds when neither the code nor their inputs changed (docs/testing.md).
+PYTEST_ARGS ?= -n 2 --dist loadfile
+# The quick tier: no whole run, no browser, no page run, no server, nothing slow (docs/testing.md).
+QUICK := not whole_run and not browser and not pages and not server and not slow and not embeddings and not llm_server
+
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Before every commit: lint and the quick tier (about two minutes at most).
+check: lint
+	$(BIN)/pytest $(PYTEST_ARGS) -m "$(QUICK)"
 
 test: lint pytest
+
+# Line coverage of core/ and dashboard/ over the whole suite, as docs/testing.md reports it.
+coverage: $(STAMP)
+	$(BIN)/pytest $(PYTEST_ARGS) --cov=core --cov=dashboard --cov-report=term:skip-covered
+
+clean-cache:
+	rm -rf .cache/test-builds
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

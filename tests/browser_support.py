@@ -87,15 +87,35 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
 
 
 @contextmanager
-def browser_page(width: int = 1500, height: int = 1100) -> Iterator:
+def launched_chromium() -> Iterator:
+    """Debian's chromium started through Playwright, closed after."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": width, "height": height})
+            yield browser
         finally:
             browser.close()
+
+
+@contextmanager
+def page_in(browser, width: int = 1500, height: int = 1100) -> Iterator:
+    """A page in a browser context of its own (no cookies, storage or cache shared with another page),
+    closed after."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@contextmanager
+def browser_page(width: int = 1500, height: int = 1100) -> Iterator:
+    """A page of a browser started for it alone (the benchmarks; the tests share one, conftest's
+    `browser_page`)."""
+    with launched_chromium() as browser, page_in(browser, width, height) as page:
+        yield page
 
 
 def click_grid_row(page, row: int, grid_index: int = 0, row_height: int = 35) -> None:

@@ -7,9 +7,12 @@ skipped test fails the run."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from build_cache import built_db
 
 from core.paths import REPO_ROOT, SHIPPED_DATA, has_shared_data, shared_data_path
 from core.store import Store
@@ -48,6 +51,33 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# Tiers (docs/testing.md): `make check` runs the tests that carry none of these marks. `whole_run`,
+# `browser` and `pages` are given here from what a test uses, so no test can need ../shared/data, a
+# browser or a Streamlit page run and still land in the quick tier; `server` and `slow` are written on
+# the tests themselves.
+TIER_MARKS = ("whole_run", "browser", "pages", "server", "slow")
+BROWSER_FIXTURES = frozenset({"chromium", "browser_page"})
+PAGE_FIXTURES = frozenset({"open_page", "gold_tab"})
+
+
+def runs_pages(item: pytest.Item) -> bool:
+    """Whether a test runs dashboard pages through Streamlit's AppTest (a fixture, or its module's own)."""
+    module = getattr(item, "module", None)
+    return bool(set(getattr(item, "fixturenames", ())) & PAGE_FIXTURES) or "AppTest" in vars(module or object)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "shared_data" in fixtures:
+            item.add_marker(pytest.mark.whole_run)
+        if fixtures & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if runs_pages(item):
+            item.add_marker(pytest.mark.pages)
+
+
 @pytest.fixture
 def store(tmp_path: Path):
     with Store(tmp_path / "test.duckdb") as s:
@@ -56,13 +86,15 @@ def store(tmp_path: Path):
 
 @pytest.fixture(scope="session")
 def tasks_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A database with both task datasets loaded, built once per session; copy it before writing."""
-    from core.ingest.tasks import import_tasks
+    """A database with both task datasets loaded, built once; copy it before writing."""
 
-    path = tmp_path_factory.mktemp("tasks") / "tasks.duckdb"
-    with Store(path) as s:
-        import_tasks(s, original=True)
-    return path
+    def build(path: Path) -> None:
+        from core.ingest.tasks import import_tasks
+
+        with Store(path) as s:
+            import_tasks(s, original=True)
+
+    return built_db(tmp_path_factory, "tasks", build)
 
 
 @pytest.fixture
@@ -86,43 +118,140 @@ def babelcloud_db(tasks_db: Path, shared_data: Path, tmp_path_factory: pytest.Te
     """The whole babelcloud render run (812 tasks, its tool calls as steps) with the paper's human gold
     and its metrics against that gold (offline judge, default preset), built once per session; copy it
     before writing."""
-    import shutil
+    root = shared_data / "webarena-render" / "babelcloud__webarena" / "gbox" / "trajectories"
+    xlsx = shared_data / "human-gold" / "Golden Human Trajectories.xlsx"
 
-    from core.ingest.gold import import_gold
-    from core.ingest.webarena_render import import_webarena_render
-    from core.measure.judge.cascade import make_judge
-    from core.measure.metrics_run import run_metrics
+    def build(path: Path) -> None:
+        import shutil
 
-    path = tmp_path_factory.mktemp("babelcloud") / "babelcloud.duckdb"
-    shutil.copy(tasks_db, path)
-    with Store(path) as store:
-        root = shared_data / "webarena-render" / "babelcloud__webarena" / "gbox" / "trajectories"
-        import_webarena_render(store, root, "babelcloud")
-        import_gold(store, shared_data / "human-gold" / "Golden Human Trajectories.xlsx", "gold")
-        run_metrics(store, "babelcloud", "gold", make_judge("offline", store, use_embeddings=False))
-    return path
+        from core.ingest.gold import import_gold
+        from core.ingest.webarena_render import import_webarena_render
+        from core.measure.judge.cascade import make_judge
+        from core.measure.metrics_run import run_metrics
+
+        shutil.copy(tasks_db, path)
+        with Store(path) as store:
+            import_webarena_render(store, root, "babelcloud")
+            import_gold(store, xlsx, "gold")
+            run_metrics(store, "babelcloud", "gold", make_judge("offline", store, use_embeddings=False))
+
+    return built_db(tmp_path_factory, "babelcloud", build, (root, xlsx))
+
+
+@pytest.fixture(scope="session")
+def paper_gold_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The paper's human gold (xlsx) imported as gold set `paper-gold` (author `paper`), nothing else;
+    copy it before writing."""
+    xlsx = shared_data / "human-gold" / "Golden Human Trajectories.xlsx"
+
+    def build(path: Path) -> None:
+        from core.ingest.gold import import_gold
+
+        with Store(path) as store:
+            import_gold(store, xlsx, "paper-gold", author="paper")
+
+    return built_db(tmp_path_factory, "paper-gold", build, (xlsx,), "gold.duckdb")
 
 
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo database built from the shipped set (the same everywhere, metrics against demo-gold
-    included), built once per session; copy it before writing."""
-    from core.cli.demo import build_diagnosed_demo
+    included), built once; copy it before writing."""
 
-    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    build_diagnosed_demo(path, source="shipped")
-    return path
+    def build(path: Path) -> None:
+        from core.cli.demo import build_diagnosed_demo
+
+        build_diagnosed_demo(path, source="shipped")
+
+    return built_db(tmp_path_factory, "demo", build, (SHIPPED_DATA,), "demo.duckdb")
 
 
 @pytest.fixture(scope="session")
 def full_demo_db(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
     """The demo database built from ../shared/data (the whole runs, the AgentLab sample, the paper's gold);
     skips where it is absent. Copy it before writing."""
-    from core.cli.demo import build_diagnosed_demo
 
-    path = tmp_path_factory.mktemp("full-demo") / "demo.duckdb"
-    build_diagnosed_demo(path, source="shared")
-    return path
+    def build(path: Path) -> None:
+        from core.cli.demo import build_diagnosed_demo
+
+        build_diagnosed_demo(path, source="shared")
+
+    return built_db(tmp_path_factory, "full-demo", build, (shared_data, SHIPPED_DATA), "demo.duckdb")
+
+
+class SharedChromium:
+    """The browser the browser tests of one process share, started by the first test that asks for it and
+    closed as soon as the next test does not use it: Playwright's sync API leaves its event loop set on
+    the thread while the browser lives, where any other test's `asyncio.run` (AppTest, a local OpenID
+    provider) would fail. A test module's pages share one browser context, so the app's scripts are
+    fetched and compiled once per module (about 0.6 s of each page's first load); each test still gets a
+    new page, and so a new Streamlit session opened cold from its URL."""
+
+    def __init__(self) -> None:
+        self._launched = None
+        self.browser = None
+        self._context = None
+        self._context_owner: str | None = None
+
+    def get(self):
+        if self.browser is None:
+            from browser_support import launched_chromium
+
+            self._launched = launched_chromium()
+            self.browser = self._launched.__enter__()
+        return self.browser
+
+    @contextmanager
+    def page(self, owner: str, width: int = 1500, height: int = 1100) -> Iterator:
+        """A new page of `owner`'s context (a module's), `width` x `height`, closed after."""
+        browser = self.get()
+        if self._context_owner != owner:
+            if self._context is not None:
+                self._context.close()
+            self._context, self._context_owner = browser.new_context(), owner
+        page = self._context.new_page()
+        page.set_viewport_size({"width": width, "height": height})
+        try:
+            yield page
+        finally:
+            page.close()
+
+    def close(self) -> None:
+        if self._launched is not None:
+            launched, self._launched, self.browser = self._launched, None, None
+            self._context = self._context_owner = None  # closed with the browser
+            launched.__exit__(None, None, None)
+
+
+SHARED_CHROMIUM = pytest.StashKey[SharedChromium]()
+
+
+def _shared_chromium(config: pytest.Config) -> SharedChromium:
+    return config.stash.setdefault(SHARED_CHROMIUM, SharedChromium())
+
+
+@pytest.fixture
+def chromium(request: pytest.FixtureRequest):
+    """The shared Debian chromium (starting one costs about a second)."""
+    return _shared_chromium(request.config).get()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    result = yield  # the test's own fixtures (its pages and contexts) are closed by now
+    shared = item.config.stash.get(SHARED_CHROMIUM, None)
+    if shared is not None and (nextitem is None or "chromium" not in getattr(nextitem, "fixturenames", ())):
+        shared.close()
+    return result
+
+
+@pytest.fixture
+def browser_page(request: pytest.FixtureRequest, chromium):
+    """`with browser_page(width, height) as page:` a new page of the shared browser, in the context this
+    test module's pages share."""
+    from functools import partial
+
+    return partial(_shared_chromium(request.config).page, request.node.module.__name__)
 
 
 @pytest.fixture

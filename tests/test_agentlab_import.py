@@ -8,10 +8,11 @@ import pickle
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from build_cache import built_db
+from cli_support import run_cli
 
 from core.errors import InputError
 from core.files import safe_pickle
@@ -65,11 +66,13 @@ def sample_dir(shared_data) -> Path:
 @pytest.fixture(scope="session")
 def imported_db(tasks_db, sample_dir, tmp_path_factory) -> Path:
     """The tasks database with the sample imported once as run `sample`."""
-    path = tmp_path_factory.mktemp("agentlab") / "agentlab.duckdb"
-    shutil.copy(tasks_db, path)
-    with Store(path) as s:
-        import_agentlab(s, sample_dir, RUN)
-    return path
+
+    def build(path: Path) -> None:
+        shutil.copy(tasks_db, path)
+        with Store(path) as s:
+            import_agentlab(s, sample_dir, RUN)
+
+    return built_db(tmp_path_factory, "agentlab", build, (sample_dir,))
 
 
 @pytest.fixture
@@ -329,13 +332,7 @@ def test_read_episode_of_reset_crash_without_step_file(sample_dir):
 
 
 def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
-    return subprocess.run(
-        [sys.executable, "-m", "core.cli.start", "--db", str(db), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    return run_cli(*args, db=db)
 
 
 def test_cli_exit_codes(tmp_path, sample_dir):

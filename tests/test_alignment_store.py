@@ -205,6 +205,7 @@ def _mark_kinds(store: Store, run: str, limit: int) -> set[str]:
             for r in _new_view(store, run, t, None)["rows"] for mark in r[8]}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_stored_view_equals_the_old_replay_on_real_runs(demo):
     compared, marked, checked_pairs, other_alternatives = _replay_matches(demo, (("opagent", None),))
     # Every measured OpAgent task of the shipped demo, marks and both kinds of pairs, both alternatives
@@ -262,6 +263,7 @@ def test_answer_only_attempts_are_not_judged(demo):
         assert view.n_agent == sum(1 for r in view.rows if r.agent_idx is not None) > 0
 
 
+@pytest.mark.slow
 def test_read_model_never_imports_the_judge(demo_db):
     script = (
         "import sys\n"

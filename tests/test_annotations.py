@@ -7,8 +7,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from cli_support import run_cli
 from demo_support import BABEL, GOLD
-from test_cli import run_cli
 
 from core.errors import InputError
 from core.queries import annotations as qa

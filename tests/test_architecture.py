@@ -7,9 +7,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 import core
 
 
+@pytest.mark.slow
 def test_core_never_loads_streamlit_or_plotly():
     modules = sorted(m.name for m in pkgutil.walk_packages(core.__path__, "core."))
     assert "core.store" in modules and "core.cli.main" in modules
@@ -119,6 +122,7 @@ def _imports(path):
                 yield name, node.lineno, id(node) in nested
 
 
+@pytest.mark.slow
 def test_imports_never_go_up(repo_root):
     offenders, declared_seen = [], set()
     for module, path in _our_modules(repo_root, "core", "dashboard"):
@@ -154,6 +158,7 @@ def test_core_root_holds_only_the_store_errors_paths_and_shared_helpers(repo_roo
     assert not (repo_root / "reports_html").exists()
 
 
+@pytest.mark.slow
 def test_no_module_imports_another_modules_private_name(repo_root):
     """`from x import _name` nowhere; in core, dashboard and bench not even `module._name`. Tests may
     reach into a module's internals by attribute only, to inject faults."""
@@ -288,6 +293,7 @@ SHARED_HELPERS = {
 }
 
 
+@pytest.mark.slow
 def test_each_shared_helper_is_defined_once(repo_root):
     """One ProgressCallback, one missing-value check: a second definition (a class, a def or an alias
     assignment of the same name, or a private copy such as `_is_missing`) anywhere in the code fails."""

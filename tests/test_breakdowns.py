@@ -70,6 +70,7 @@ def test_every_bucket_filters_triage_to_exactly_its_tasks(demo, table):
             assert sum(r.verdict == "success" for r in shown.rows) == row.successes
 
 
+@pytest.mark.slow
 def test_per_site_equals_the_official_cli(shipped_data: Path, tmp_path: Path, demo):
     """wav-demo is scored by the official engine: its per-site figures are the official CLI's own."""
     wv = shipped_data / "webarena-verified"

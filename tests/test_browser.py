@@ -8,41 +8,27 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
-from browser_support import stop_group
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic",
-]  # fmt: skip
+from browser_support import chromium_available, free_port, stop_group
 
 pytestmark = pytest.mark.browser
 
-if not Path(CHROMIUM).exists():
+if not chromium_available():
     if os.environ.get("CI"):
         raise RuntimeError("chromium is missing in CI: .ci/run must install Debian's chromium")
     pytest.skip("Debian chromium not installed (apt-get install chromium)", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def served(tasks_db, tmp_path):
     db = tmp_path / "served.duckdb"
     shutil.copy(tasks_db, db)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "TRAJREVIEW_DB": str(db)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "core.cli.start", "serve", "--host", "127.0.0.1", "--port", str(port)],
@@ -71,32 +57,25 @@ def _wait_rendered(page) -> None:
     )
 
 
-def test_runs_page_in_chromium_while_cli_writes(served, tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_runs_page_in_chromium_while_cli_writes(browser_page, served, tmp_path):
     url, db = served
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url)
-            _wait_rendered(page)
-            assert page.locator("h1").first.inner_text().strip() == "Runs"
-            page.get_by_text("No runs imported yet").first.wait_for(timeout=30_000)
-            assert page.get_by_text("Page not found").count() == 0
-            page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
+    with browser_page(1400, 1000) as page:
+        page.goto(url)
+        _wait_rendered(page)
+        assert page.locator("h1").first.inner_text().strip() == "Runs"
+        page.get_by_text("No runs imported yet").first.wait_for(timeout=30_000)
+        assert page.get_by_text("Page not found").count() == 0
+        page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
 
-            # A second process writes to the same file while the dashboard serves it.
-            env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
-            write = subprocess.run(
-                [sys.executable, "-m", "core.cli.start", "--db", str(db), "import", "tasks", "--original"],
-                capture_output=True, text=True, env=env, timeout=120,
-            )  # fmt: skip
-            assert write.returncode == 0, write.stderr
+        # A second process writes to the same file while the dashboard serves it.
+        env = {k: v for k, v in os.environ.items() if k != "TRAJREVIEW_DB"}
+        write = subprocess.run(
+            [sys.executable, "-m", "core.cli.start", "--db", str(db), "import", "tasks", "--original"],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert write.returncode == 0, write.stderr
 
-            page.reload()
-            _wait_rendered(page)
-            page.get_by_text("No runs imported yet").first.wait_for(timeout=30_000)
-            assert page.locator("[data-testid='stException']").count() == 0
-        finally:
-            browser.close()
+        page.reload()
+        _wait_rendered(page)
+        page.get_by_text("No runs imported yet").first.wait_for(timeout=30_000)
+        assert page.locator("[data-testid='stException']").count() == 0

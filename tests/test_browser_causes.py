@@ -9,7 +9,7 @@ import re
 import shutil
 
 import pytest
-from browser_support import bar_label, browser_page, chromium_available, serve, wait_idle, wait_url
+from browser_support import bar_label, chromium_available, serve, wait_idle, wait_url
 from cause_support import OPEN_TASK, diagnose_with_model
 from demo_support import NAV, OPAGENT
 
@@ -45,7 +45,7 @@ def _primary(db, run):
         return {t: c for _, t, c, _ in s.query(causes.primary_causes_sql(), {"run": run})}
 
 
-def test_triage_filters_by_cause_from_its_url_and_from_the_widget(served):
+def test_triage_filters_by_cause_from_its_url_and_from_the_widget(browser_page, served):
     url, db = served
     primary = _primary(db, OPAGENT)
     step_limit = sum(1 for c in primary.values() if c == "step_limit")
@@ -64,7 +64,7 @@ def test_triage_filters_by_cause_from_its_url_and_from_the_widget(served):
         assert "cause=step_limit" in page.url
 
 
-def test_accept_in_the_header_labels_the_task_with_the_reviewers_name(served):
+def test_accept_in_the_header_labels_the_task_with_the_reviewers_name(browser_page, served):
     url, db = served
     with browser_page(1500, 1500) as page:
         page.goto(f"{url}/task?run={NAV}&task=374")
@@ -86,7 +86,7 @@ def test_accept_in_the_header_labels_the_task_with_the_reviewers_name(served):
     assert (now["label"], now["author"]) == ("environment broken", "Ada Lovelace")
 
 
-def test_reject_in_the_header_records_who_and_leaves_the_label(served):
+def test_reject_in_the_header_records_who_and_leaves_the_label(browser_page, served):
     url, db = served
     task = next(t for t, c in _primary(db, OPAGENT).items() if c == "gave_up")
     with browser_page(1500, 1500) as page:
@@ -103,7 +103,7 @@ def test_reject_in_the_header_records_who_and_leaves_the_label(served):
         assert causes.task_causes(s, OPAGENT, task).decision.decision == "rejected"
 
 
-def test_a_hostile_summary_and_reasoning_show_as_text(served):
+def test_a_hostile_summary_and_reasoning_show_as_text(browser_page, served):
     url, _ = served
     with browser_page() as page:
         page.goto(f"{url}/task?run={OPEN_TASK[0]}&task={OPEN_TASK[1]}")
@@ -116,7 +116,7 @@ def test_a_hostile_summary_and_reasoning_show_as_text(served):
         assert page.get_by_text("<script>window.__xss", exact=False).count() >= 2  # summary and reasoning
 
 
-def test_the_breakdowns_cause_chart_clicks_through_to_triage(served):
+def test_the_breakdowns_cause_chart_clicks_through_to_triage(browser_page, served):
     url, db = served
     with browser_page() as page:
         page.goto(f"{url}/breakdowns?runs={OPAGENT}&dim=failure+cause")

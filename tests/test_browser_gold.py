@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from browser_support import browser_page, chromium_available, serve, wait_idle
+from browser_support import chromium_available, serve, wait_idle
 from demo_support import GOLD
 
 from core.gold import editing as ge
@@ -68,7 +68,7 @@ def _save(page, reason: str) -> None:
     _settle(page)
 
 
-def test_edit_save_and_a_conflict_in_the_browser(demo_db, tmp_path):
+def test_edit_save_and_a_conflict_in_the_browser(browser_page, demo_db, tmp_path):
     db = tmp_path / "gold.duckdb"
     shutil.copy(demo_db, db)
     with Store(db, read_only=True) as store:

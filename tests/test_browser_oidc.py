@@ -27,6 +27,8 @@ assert importlib.util.find_spec("authlib"), "Authlib is missing: pip install -e 
 
 
 def test_oidc_login_names_the_writer(demo_db, tmp_path):
+    # A browser of its own, started after the provider: the provider's server runs asyncio, which cannot
+    # start beside a living Playwright browser on this thread (conftest's SharedChromium).
     db = tmp_path / "oidc.duckdb"
     shutil.copy(demo_db, db)
     ada = oidc_provider_mock.User(sub="ada", claims={"name": "Ada Reviewer", "email": "ada@example.org"})
@@ -69,7 +71,7 @@ def test_oidc_login_names_the_writer(demo_db, tmp_path):
     assert rows == [("login expired", "Ada Reviewer")]
 
 
-def test_read_only_instance_in_chromium(demo_db, tmp_path):
+def test_read_only_instance_in_chromium(browser_page, demo_db, tmp_path):
     db = tmp_path / "ro.duckdb"
     shutil.copy(demo_db, db)
     with Store(db, read_only=True) as s:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser_support import bar_label, browser_page, chromium_available, serve, wait_idle, wait_url
+from browser_support import bar_label, chromium_available, serve, wait_idle, wait_url
 from demo_support import BABEL
 
 from core.store import Store
@@ -16,7 +16,7 @@ pytestmark = [
 ]
 
 
-def test_breakdown_bar_clicks_through_to_triage(demo_db):
+def test_breakdown_bar_clicks_through_to_triage(browser_page, demo_db):
     with Store(demo_db, read_only=True) as s:
         (tasks,) = s.query("SELECT count(*) FROM evaluations WHERE run = ?", [BABEL])[0]
     with serve(demo_db) as url, browser_page() as page:

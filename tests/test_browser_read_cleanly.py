@@ -9,7 +9,7 @@ import re
 import shutil
 
 import pytest
-from browser_support import browser_page, chromium_available, serve, wait_idle, wait_url
+from browser_support import chromium_available, serve, wait_idle, wait_url
 
 from core.queries.failures import failures_by_cause, latest_run
 from core.store import Store
@@ -90,7 +90,7 @@ def _open(page, url: str) -> None:
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_no_none_nan_or_repr_on_any_page(served, path):
+def test_no_none_nan_or_repr_on_any_page(browser_page, served, path):
     url, _ = served
     with browser_page() as page:
         page.add_init_script(RECORD_CANVAS_TEXT)
@@ -104,7 +104,7 @@ def test_no_none_nan_or_repr_on_any_page(served, path):
     assert not leaks, (path, leaks[:5])
 
 
-def test_a_bad_task_link_is_one_line(served):
+def test_a_bad_task_link_is_one_line(browser_page, served):
     url, _ = served
     with browser_page() as page:
         _open(page, url + "/task?run=opagent&task=abc")
@@ -113,7 +113,7 @@ def test_a_bad_task_link_is_one_line(served):
         assert page.locator("[data-testid='stSelectbox']").count() == 0  # no picker in its place
 
 
-def test_from_the_landing_page_to_a_failed_tasks_reason_in_one_click(served):
+def test_from_the_landing_page_to_a_failed_tasks_reason_in_one_click(browser_page, served):
     url, db = served
     with Store(db, read_only=True) as store:
         run = latest_run(store)

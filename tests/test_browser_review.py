@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import orjson
 import pytest
-from browser_support import browser_page, chromium_available, click_grid_row, serve, wait_idle, wait_url
+from browser_support import chromium_available, click_grid_row, serve, wait_idle, wait_url
 
 from core.ingest.jsonl import import_jsonl
 from core.queries.runs import runs_table
@@ -75,7 +75,7 @@ COLD_URLS = [
 
 
 @pytest.mark.parametrize(("path", "expected"), COLD_URLS)
-def test_every_view_opens_cold_from_its_url(served, path, expected):
+def test_every_view_opens_cold_from_its_url(browser_page, served, path, expected):
     served, _ = served
     with browser_page() as page:
         page.goto(served + path)
@@ -87,7 +87,7 @@ def test_every_view_opens_cold_from_its_url(served, path, expected):
             assert part in page.url, (part, page.url)
 
 
-def test_from_runs_to_a_failed_tasks_explanation_in_two_clicks(served):
+def test_from_runs_to_a_failed_tasks_explanation_in_two_clicks(browser_page, served):
     served, db = served
     with browser_page() as page:
         page.goto(served + "/runs")
@@ -108,7 +108,7 @@ def test_from_runs_to_a_failed_tasks_explanation_in_two_clicks(served):
         _no_exception(page)
 
 
-def test_keyboard_moves_between_failed_tasks(served):
+def test_keyboard_moves_between_failed_tasks(browser_page, served):
     served, db = served
     with Store(db, read_only=True) as store:
         table = triage_table(store, "opagent")
@@ -141,7 +141,7 @@ def test_keyboard_moves_between_failed_tasks(served):
     ["/runs", "/triage?run=hostile-run", "/task?run=hostile-run&task=21",
      "/task?run=hostile-run&task=21&tab=Alignment", "/task?run=hostile-run&task=21&step=1"],
 )  # fmt: skip
-def test_hostile_agent_text_stays_text(served, path):
+def test_hostile_agent_text_stays_text(browser_page, served, path):
     served, _ = served
     with browser_page() as page:
         page.goto(served + path)
@@ -156,7 +156,7 @@ def test_hostile_agent_text_stays_text(served, path):
         page.get_by_text("window.__xss", exact=False).first.wait_for(timeout=30_000)
 
 
-def test_hostile_run_name_stays_text_in_charts(served):
+def test_hostile_run_name_stays_text_in_charts(browser_page, served):
     served, _ = served
     with browser_page() as page:
         page.goto(served + "/runs?" + urlencode({"chart": HOSTILE_NAME}))

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import orjson
 import pytest
-from browser_support import browser_page, chromium_available, serve, wait_idle, wait_url
+from browser_support import chromium_available, serve, wait_idle, wait_url
 
 from core.ingest.jsonl import import_jsonl
 from core.queries.search import parse_query
@@ -47,7 +47,7 @@ def served(demo_db, tmp_path_factory):
         yield url, thought
 
 
-def test_search_page_shows_hostile_text_as_text_and_opens_the_step(served):
+def test_search_page_shows_hostile_text_as_text_and_opens_the_step(browser_page, served):
     url, _ = served
     with browser_page() as page:
         page.goto(f"{url}/search?{urlencode({'query': 'quaggaword'})}")
@@ -65,7 +65,7 @@ def test_search_page_shows_hostile_text_as_text_and_opens_the_step(served):
         page.get_by_text("Step 1", exact=False).first.wait_for(timeout=60_000)
 
 
-def test_search_page_filters_travel_in_the_url(served):
+def test_search_page_filters_travel_in_the_url(browser_page, served):
     url, thought = served
     words = [w for part in parse_query(thought) for w in part]
     phrase = " ".join(words[len(words) // 2 : len(words) // 2 + 4])
@@ -79,7 +79,7 @@ def test_search_page_filters_travel_in_the_url(served):
         assert page.get_by_text("Not in the search index", exact=False).count() == 0
 
 
-def test_a_snippet_reads_as_its_text_with_the_match_marked_inside_it(served, demo_db):
+def test_a_snippet_reads_as_its_text_with_the_match_marked_inside_it(browser_page, served, demo_db):
     """A hit's snippet in the browser is its text exactly, the match marked in place: no space lost around
     it (escaping each part alone read 'thecustomerservice') and none added (a highlighted background's
     padding read 'admin/ customer /index/' inside a URL)."""

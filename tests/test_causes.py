@@ -59,6 +59,7 @@ def _failed(store, run):
     }
 
 
+@pytest.mark.slow
 def test_a_task_has_its_primary_cause_first_with_evidence_that_links_to_the_network_event(store):
     found = causes.task_causes(store, NAV, 374)
     assert found.primary.cause == "environment" and found.primary.is_primary
@@ -199,6 +200,7 @@ def test_an_undecided_suggestion_cannot_be_decided(rules_only):
             decide_cause(store, *OPEN_TASK, "undecided", "rejected", "Grace")
 
 
+@pytest.mark.slow
 def test_show_prints_the_causes_with_their_evidence(seeded):
     from typer.testing import CliRunner
 
@@ -215,6 +217,7 @@ def test_show_prints_the_causes_with_their_evidence(seeded):
     assert f"not diagnosed yet (`trajreview diagnose --run {WAV}`)" in out.output
 
 
+@pytest.mark.slow
 def test_the_html_report_includes_the_causes_breakdown(store):
     from dashboard import report
 

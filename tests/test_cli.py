@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 
 def run_cli(*args: str, db=None, check: bool = False) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "core.cli.start"]
@@ -17,6 +19,7 @@ def run_cli(*args: str, db=None, check: bool = False) -> subprocess.CompletedPro
     return subprocess.run([*cmd, *args], capture_output=True, text=True, check=check, env=env)
 
 
+@pytest.mark.slow
 def test_init_info_and_import_tasks(tmp_path):
     db = tmp_path / "cli.duckdb"
     out = run_cli("init", db=db, check=True).stdout
@@ -28,6 +31,7 @@ def test_init_info_and_import_tasks(tmp_path):
     assert any(line.split("│")[1:3] and "tasks" in line and "812" in line for line in info.splitlines())
 
 
+@pytest.mark.slow
 def test_env_var_selects_database(tmp_path):
     db = tmp_path / "env.duckdb"
     env = {**os.environ, "TRAJREVIEW_DB": str(db)}
@@ -35,6 +39,7 @@ def test_env_var_selects_database(tmp_path):
     assert db.exists()
 
 
+@pytest.mark.slow
 def test_bad_input_exits_nonzero_with_one_line(tmp_path):
     db = tmp_path / "cli.duckdb"
     bad = tmp_path / "bad.json"
@@ -50,6 +55,7 @@ def test_info_on_missing_database_is_one_line_error(tmp_path):
     assert result.returncode != 0 and "no such database" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_every_import_command_checks_paradigm_the_same_way(tmp_path, shipped_data):
     from typing import get_args
 
@@ -92,6 +98,7 @@ def test_an_unencodable_print_is_escaped_and_does_not_poison_later_prints(capsys
     assert err.splitlines() == ["err \\udfff", "after"]
 
 
+@pytest.mark.slow
 def test_the_pooled_commands_through_the_entry_point(tmp_path, tasks_db, shipped_data):
     """`import wav-run` and `evaluate` with their worker pool (the fork server started by the entry point):
     they succeed, and a bad input ends with exit code 2 and one line, the stored run as it was."""

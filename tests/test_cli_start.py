@@ -106,6 +106,7 @@ def loaded_in_worker(module: str) -> bool:
     return module in sys.modules
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("entry", "typer_in_workers"), [("core.cli.start", False), ("core.cli.main", True)])
 def test_workers_do_not_import_the_command_line(tmp_path: Path, entry: str, typer_in_workers: bool):
     # multiprocessing runs the program's script again in each worker: a script shaped like the console

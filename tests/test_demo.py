@@ -4,11 +4,10 @@ data/demo: either way every source lands (or nothing does), and every page has d
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_cli
 from demo_support import BABEL, GOLD, NAV, OPAGENT, WAV
 
 from core.cli.demo import build_diagnosed_demo
@@ -75,6 +74,7 @@ def _failures(s: Store) -> int:
     return s.query("SELECT count(*) FROM evaluations WHERE status <> 'success'")[0][0]
 
 
+@pytest.mark.slow
 def test_shipped_demo_holds_every_source(tmp_path):
     path = tmp_path / "demo.duckdb"
     progress = []
@@ -125,23 +125,22 @@ def test_full_demo_holds_every_source(full_demo_db: Path):
         assert s.query("SELECT count(DISTINCT task_id) FROM alignments WHERE run = ?", [OPAGENT])[0][0] > 500
 
 
+@pytest.mark.slow
 def test_demo_source_follows_the_shared_data(tmp_path, monkeypatch):
     """No ../shared/data: `trajreview demo` builds from the shipped set and says so; asking for the shared
     data there is one line, not a traceback."""
     monkeypatch.setenv("TRAJREVIEW_SHARED_DATA", str(tmp_path / "absent"))
     assert demo_source() == "shipped"
     db = tmp_path / "demo.duckdb"
-    cli = [sys.executable, "-m", "core.cli.start", "--db", str(db), "demo", "--build-only"]
-    done = subprocess.run(cli, capture_output=True, text=True, timeout=600)
+    cli = ["demo", "--build-only"]
+    done = run_cli(*cli, db=db)
     assert done.returncode == 0, done.stderr
     assert "the demo set shipped in the repository" in done.stdout and db.exists()
     with Store(db, read_only=True) as s:
         _check_every_failure_has_its_cause(s)
-    again = subprocess.run(cli, capture_output=True, text=True, timeout=60)
+    again = run_cli(*cli, db=db)
     assert again.returncode == 0 and "exists; --rebuild builds it again" in again.stdout
-    shared = subprocess.run(
-        [*cli, "--rebuild", "--source", "shared"], capture_output=True, text=True, timeout=60
-    )
+    shared = run_cli(*cli, "--rebuild", "--source", "shared", db=db)
     assert (
         shared.returncode == 2
         and shared.stderr.startswith("error: ")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from cli_support import run_cli
 from demo_support import NAV, OPAGENT
 from fake_openai import FakeOpenAI
-from test_cli import run_cli
 
 from core.diagnose.agreement import agreement, agreement_from_store, cohen_kappa, read_labels
 from core.diagnose.rules import RULES_VERSION
@@ -168,6 +168,7 @@ def test_the_model_decides_only_what_the_rules_leave_open(demo):
     assert demo.query("SELECT count(*) FROM judgments WHERE kind = 'diagnosis'")[0][0] == len(open_tasks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("setup", "why"),
     [
@@ -253,6 +254,7 @@ def test_the_shipped_labels_are_our_own_and_well_formed():
 # -- the command ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_diagnose_command(demo_db: Path, tmp_path: Path):
     db = tmp_path / "cli.duckdb"
     shutil.copy(demo_db, db)

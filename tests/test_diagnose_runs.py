@@ -121,7 +121,7 @@ def test_the_agreement_command_on_the_held_out_labels(full_demo_db: Path, tmp_pa
     import json
     import shutil
 
-    from test_cli import run_cli
+    from cli_support import run_cli
 
     db = tmp_path / "whole.duckdb"
     shutil.copy(full_demo_db, db)

@@ -50,6 +50,7 @@ def test_an_import_and_an_evaluate_open_the_file_twice(monkeypatch, capsys, task
         assert store.query("SELECT count(*) FROM evaluations WHERE run = 'r'") == [(2,)]
 
 
+@pytest.mark.slow
 def test_a_new_file_is_created_by_the_imports_first_read(monkeypatch, capsys, wav, tmp_path):
     """A file that does not exist yet: the first read creates and migrates it, the packaged datasets are
     loaded in a transaction of their own that reads their ids back, then the run's transaction."""

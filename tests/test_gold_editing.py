@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_support import run_cli
 from demo_support import GOLD
 
 from core.errors import InputError, NotFound
@@ -14,17 +15,13 @@ from core.gold import editing as ge
 from core.gold.export import export_gold
 from core.ingest.gold import import_gold
 from core.store import Store
-from tests.test_cli import run_cli
 
 XLSX = "Golden Human Trajectories.xlsx"
 
 
-@pytest.fixture(scope="module")
-def gold_db(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("gold-edit") / "gold.duckdb"
-    with Store(path) as store:
-        import_gold(store, shared_data / "human-gold" / XLSX, "paper-gold", author="paper")
-    return path
+@pytest.fixture(scope="session")
+def gold_db(paper_gold_db: Path) -> Path:
+    return paper_gold_db
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 import openpyxl
 import orjson
 import pytest
+from cli_support import run_cli
 
 from core.errors import InputError, NotFound
 from core.files import safe_files
@@ -33,11 +34,8 @@ def gold_rows(gold_xlsx: Path) -> list[tuple]:
 
 
 @pytest.fixture(scope="session")
-def gold_db(gold_xlsx: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("gold") / "gold.duckdb"
-    with Store(path) as store:
-        import_gold(store, gold_xlsx, "paper-gold", author="paper")
-    return path
+def gold_db(paper_gold_db: Path) -> Path:
+    return paper_gold_db
 
 
 @pytest.fixture
@@ -213,18 +211,14 @@ def test_other_bad_input(gold_store: Store, gold_xlsx: Path, tmp_path: Path):
 
 
 def test_cli_prints_the_summary_and_one_line_errors(gold_xlsx: Path, tmp_path: Path):
-    import subprocess
-    import sys
-
     db = tmp_path / "cli.duckdb"
-    cmd = [sys.executable, "-m", "core.cli.start", "--db", str(db), "import", "gold"]
-    ok = subprocess.run([*cmd, str(gold_xlsx), "--name", "g"], capture_output=True, text=True)
+    ok = run_cli("import", "gold", str(gold_xlsx), "--name", "g", db=db)
     assert ok.returncode == 0, ok.stderr
     numbers = ok.stdout.split("\n")
     assert any(all(n in line for n in ("652", "670", "4350", "19", "18")) for line in numbers)
     bad = tmp_path / "bad.csv"
     bad.write_text("Task,Step,Text\n1,1,Click 'x'\n", encoding="utf-8")
-    failed = subprocess.run([*cmd, str(bad), "--name", "b"], capture_output=True, text=True)
+    failed = run_cli("import", "gold", str(bad), "--name", "b", db=db)
     assert failed.returncode == 2
     assert failed.stderr.strip().count("\n") == 0 and str(bad) in failed.stderr
 

@@ -52,6 +52,7 @@ def test_entries_are_exactly_the_files(real_har: Path):
     assert load_trace_entries(real_har) == _entries(real_har)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block_size", [1, 7, 64, 4093])
 def test_streaming_is_exact_across_block_boundaries(demo_har: Path, tmp_path: Path, block_size: int):
     """Strings with brackets, escaped quotes and backslash runs must not confuse the scanner."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from build_cache import built_db
 
 from core.errors import InputError
 from core.ingest.jsonl import import_jsonl, trajectory_schema
@@ -17,12 +18,17 @@ from core.store import Store
 @pytest.fixture(scope="session")
 def source_db(tasks_db: Path, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Real trajectories to export: two render folders with several steps each."""
-    path = tmp_path_factory.mktemp("jsonl") / "source.duckdb"
-    shutil.copy(tasks_db, path)
-    with Store(path) as store:
-        for folder in ("Ziha0-Zhang__webarena", "HuiyuanYan__webarena"):
-            import_webarena_render(store, shared_data / "webarena-render" / folder, folder)
-    return path
+    folders = tuple(
+        shared_data / "webarena-render" / f for f in ("Ziha0-Zhang__webarena", "HuiyuanYan__webarena")
+    )
+
+    def build(path: Path) -> None:
+        shutil.copy(tasks_db, path)
+        with Store(path) as store:
+            for folder in folders:
+                import_webarena_render(store, folder, folder.name)
+
+    return built_db(tmp_path_factory, "jsonl-source", build, folders, "source.duckdb")
 
 
 SOURCES = ("Ziha0-Zhang__webarena", "HuiyuanYan__webarena")

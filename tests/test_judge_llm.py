@@ -82,6 +82,7 @@ def test_concurrency_bound_is_respected():
     assert 1 < fake.max_in_flight <= 3
 
 
+@pytest.mark.slow
 def test_second_run_makes_zero_calls(store):
     pairs = [pair("OK_EQ", i) for i in range(5)] + [pair("OK_DIFF", 9), pair("B400")]
     with FakeOpenAI() as fake:

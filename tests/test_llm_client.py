@@ -104,6 +104,7 @@ def test_reply_cut_at_the_cap_is_unresolved_and_not_cached(store):
     assert store.query("SELECT count(*) FROM judgments")[0][0] == 0
 
 
+@pytest.mark.slow
 def test_question_time_limit_covers_retries():
     with FakeOpenAI() as fake:
         llm = LLMStage(config(fake, timeout_s=0.3, max_retries=5, question_timeout_s=0.8))
@@ -115,6 +116,7 @@ def test_question_time_limit_covers_retries():
     assert 1 <= fake.hits["SLOW"] <= 3
 
 
+@pytest.mark.slow
 def test_run_time_limit_leaves_the_rest_unresolved_and_counted():
     with FakeOpenAI() as fake:
         LLMStage(config(fake)).judge_many([pair("OK_EQ", 0)])  # the detection (and openai's import) first
@@ -126,6 +128,7 @@ def test_run_time_limit_leaves_the_rest_unresolved_and_counted():
     assert fake.hits["SLOW"] == 2  # the rest were never sent
 
 
+@pytest.mark.slow
 def test_a_server_that_stopped_answering_is_not_asked_any_more():
     """No reply at all for twice a question's time limit: the rest are not sent."""
     with FakeOpenAI() as fake:
@@ -154,6 +157,7 @@ def test_questions_sent_together_time_out_rather_than_find_the_server_stopped():
     assert llm.stats.unresolved == {"timed out": 4} and llm.stats.requests == 4
 
 
+@pytest.mark.slow
 def test_a_one_slot_server_gets_fewer_questions_at_once_instead_of_timeouts():
     """Eight questions at once on a server that answers one at a time in 0.25 s: the later ones wait past
     their 1.2 s timeout. A fixed window of 8 got 4 of 24 answered here; the window shrinks after the first
@@ -315,6 +319,7 @@ def test_readme_and_metrics_doc_state_the_client_as_it_is(repo_root):
     assert "`TRAJREVIEW_LLM_MODE=json_schema|json_object_schema|json_object|text`" in readme
 
 
+@pytest.mark.slow
 def test_real_server_tests_are_left_out_of_make_test_and_run_by_ci(repo_root):
     import subprocess
     import sys

@@ -27,7 +27,7 @@ from core.measure.metrics_run import run_metrics
 from core.paths import shared_data_dir
 from core.store import Store
 
-pytestmark = [pytest.mark.llm_server, pytest.mark.slow]
+pytestmark = [pytest.mark.llm_server, pytest.mark.slow, pytest.mark.server]
 
 # Two OpAgent tasks with paper gold whose cascade leaves 4 pairs to an LLM (3 gold/agent steps, 1
 # requirement in the answer); 102 failed.

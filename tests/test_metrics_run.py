@@ -179,6 +179,7 @@ def test_real_gold_x_browsergym_sample(tasks_store, shared_data):
     assert task188["answer_category"] == "produced_answer"
 
 
+@pytest.mark.slow
 def test_metrics_cli(store, monkeypatch):
     from typer.testing import CliRunner
 
@@ -199,6 +200,7 @@ def test_metrics_cli(store, monkeypatch):
     assert "TRAJREVIEW_LLM_MODEL" in str(refused.exception)
 
 
+@pytest.mark.slow
 def test_metrics_cli_counts_what_the_llm_could_not_decide(store, monkeypatch):
     from fake_openai import FakeOpenAI
     from typer.testing import CliRunner

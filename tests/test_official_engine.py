@@ -16,6 +16,7 @@ from pathlib import Path
 
 import orjson
 import pint
+import pytest
 
 from core.ingest.tasks import verified_dataset_path
 from core.paths import REPO_ROOT
@@ -81,6 +82,7 @@ def cache_folder(root: Path) -> Path:
     return root / f"pint-{pint.__version__}"
 
 
+@pytest.mark.slow
 def test_distances_parse_identically_with_and_without_the_cache(tmp_path: Path):
     texts = dataset_distances()
     assert {"2km", "338m", "30 km"} <= set(texts) and len(texts) > 50
@@ -97,6 +99,7 @@ def test_distances_parse_identically_with_and_without_the_cache(tmp_path: Path):
     assert [p.name for p in tmp_path.iterdir()] == [cache_folder(tmp_path).name]  # no temp folder left
 
 
+@pytest.mark.slow
 def test_a_corrupt_cache_falls_back_and_is_made_anew(tmp_path: Path):
     texts = ["2km", "338m", "3.5 miles"]
     expected = probe(tmp_path, via_cache=False, texts=texts)["values"]
@@ -112,6 +115,7 @@ def test_a_corrupt_cache_falls_back_and_is_made_anew(tmp_path: Path):
     assert warm["cache"] == str(cache_folder(tmp_path)) and warm["values"] == expected
 
 
+@pytest.mark.slow
 def test_a_cache_open_to_other_users_is_not_read(tmp_path: Path):
     probe(tmp_path, via_cache=True, texts=["2km"])
     cache_folder(tmp_path).chmod(0o777)  # anyone could have put a pickle there
@@ -126,6 +130,7 @@ def worker_registry_cache() -> str | None:
     return str(cache.cache_folder) if cache is not None else None
 
 
+@pytest.mark.slow
 def test_the_fork_servers_engine_reads_its_registry_from_the_cache(tmp_path: Path):
     probe(tmp_path, via_cache=True, texts=["2km"])  # a warm cache, as every import after the first
     code = (
@@ -149,6 +154,7 @@ def _python(code: str, cache_dir: Path | None = None) -> subprocess.CompletedPro
     return out
 
 
+@pytest.mark.slow
 def test_importing_the_module_does_not_import_the_engine():
     """`core.scoring.official_engine` imports pint, not the engine: `load_engine()` does, once, and the
     engine's pint then is the real one again (the fork server's preload calls it explicitly)."""
@@ -166,6 +172,7 @@ def test_importing_the_module_does_not_import_the_engine():
     assert "AFTER True True" in out.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_scoring_in_this_process_reads_the_registry_from_the_cache(tmp_path: Path):
     """`--workers 1`: the engine is imported where the task is scored, through `load_engine()` first."""
     probe(tmp_path, via_cache=True, texts=["2km"])  # a warm cache

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from build_cache import built_db
 from fake_openai import FakeOpenAI
 
 from core.errors import TrajreviewError
@@ -100,13 +101,16 @@ def test_program_html_says_what_it_checks_on_the_live_site():
 @pytest.fixture(scope="session")
 def runs_db(tasks_db: Path, shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """babelcloud, OpAgent and the AgentLab sample, imported (and so evaluated offline) once."""
-    path = tmp_path_factory.mktemp("offline") / "runs.duckdb"
-    shutil.copy(tasks_db, path)
-    with Store(path) as store:
-        import_webarena_render(store, shared_data.joinpath(*BABELCLOUD), "babelcloud")
-        import_opagent(store, shared_data / "oagent-run", "opagent")
-        import_agentlab(store, shared_data / "browsergym-run", "agentlab")
-    return path
+    sources = (shared_data.joinpath(*BABELCLOUD), shared_data / "oagent-run", shared_data / "browsergym-run")
+
+    def build(path: Path) -> None:
+        shutil.copy(tasks_db, path)
+        with Store(path) as store:
+            import_webarena_render(store, sources[0], "babelcloud")
+            import_opagent(store, sources[1], "opagent")
+            import_agentlab(store, sources[2], "agentlab")
+
+    return built_db(tmp_path_factory, "offline-runs", build, sources, "runs.duckdb")
 
 
 @pytest.fixture

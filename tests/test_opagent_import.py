@@ -8,11 +8,12 @@ from pathlib import Path
 
 import orjson
 import pytest
+from build_cache import built_db
+from cli_support import run_cli
 
 from core.errors import InputError
 from core.ingest.opagent import extract_answer, import_opagent
 from core.store import Store
-from tests.test_cli import run_cli
 
 
 @pytest.fixture(scope="session")
@@ -22,11 +23,12 @@ def oagent_root(shared_data: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def opagent_db(tasks_db: Path, oagent_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("opagent") / "opagent.duckdb"
-    shutil.copy(tasks_db, path)
-    with Store(path) as store:
-        import_opagent(store, oagent_root, "opagent")
-    return path
+    def build(path: Path) -> None:
+        shutil.copy(tasks_db, path)
+        with Store(path) as store:
+            import_opagent(store, oagent_root, "opagent")
+
+    return built_db(tmp_path_factory, "opagent", build, (oagent_root,))
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from functools import partial
 
+import pytest
+
 from core.files.parallel import map_chunks
 
 
@@ -18,6 +20,7 @@ def die_in_worker(parent_pid: int, chunk: list[int]) -> list[int]:
     return [x + 1 for x in chunk]
 
 
+@pytest.mark.slow
 def test_results_keep_input_order_and_use_workers():
     progress = []
     out = map_chunks(square_chunk, range(50), workers=2, chunk_size=4, total=50,
@@ -33,6 +36,7 @@ def test_one_worker_or_one_chunk_runs_here():
     assert map_chunks(square_chunk, [], workers=2, chunk_size=3) == []
 
 
+@pytest.mark.slow
 def test_broken_pool_falls_back_to_this_process():
     out = map_chunks(partial(die_in_worker, os.getpid()), range(40), workers=2, chunk_size=5)
     assert out == [x + 1 for x in range(40)]
@@ -53,6 +57,7 @@ print(full, freed, rss())
 """
 
 
+@pytest.mark.slow
 def test_free_memory_goes_back_from_arrows_pool_too():
     """Arrow's pool (mimalloc) keeps the pages of freed buffers: without `release_unused` the process's RSS
     stays at its high-water mark after a large trace's rows are dropped (bench large_har's peak)."""

@@ -180,6 +180,7 @@ def _reference_filter(rows: list[triage.TriageRow], f: triage.TriageFilter) -> l
     return [r.task_id for r in sorted(filter(keep, rows), key=sort_keys[f.sort])]
 
 
+@pytest.mark.slow
 def test_typed_triage_rows_filter_and_sort_as_documented(demo):
     import pickle
     import random

@@ -128,6 +128,7 @@ def test_passwords_in_free_text_bodies_are_redacted_in_reports() -> None:
     assert "username=root" in text and "assignee_username=byteblaze" in text
 
 
+@pytest.mark.slow
 def test_engine_verdicts_unchanged_on_the_conformance_corpus_with_secrets_planted(
     template: dict,
     official_matrix,

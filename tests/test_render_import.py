@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from build_cache import built_db
 
 from core.errors import InputError
 from core.files import safe_files
@@ -27,12 +28,14 @@ def render_root(shared_data: Path) -> Path:
 @pytest.fixture(scope="session")
 def render_db(tasks_db: Path, render_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every folder imported as its own run, once per session."""
-    path = tmp_path_factory.mktemp("render") / "render.duckdb"
-    shutil.copy(tasks_db, path)
-    with Store(path) as store:
-        for folder in sorted(p for p in render_root.iterdir() if p.is_dir()):
-            import_webarena_render(store, folder, folder.name)
-    return path
+
+    def build(path: Path) -> None:
+        shutil.copy(tasks_db, path)
+        with Store(path) as store:
+            for folder in sorted(p for p in render_root.iterdir() if p.is_dir()):
+                import_webarena_render(store, folder, folder.name)
+
+    return built_db(tmp_path_factory, "render", build, (render_root,))
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, chromium_available
+from browser_support import chromium_available
 from demo_support import BABEL, OPAGENT
 from typer.testing import CliRunner
 
@@ -38,6 +38,7 @@ def report(demo_db, tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_report_is_one_file_with_tables_cis_and_escaped_text(report: Path):
     text = report.read_text(encoding="utf-8")
     assert "<script src=" not in text and "cdn.plot.ly" not in text.split("</script>")[-1]
@@ -51,46 +52,43 @@ def test_report_is_one_file_with_tables_cis_and_escaped_text(report: Path):
 
 @pytest.mark.browser
 @pytest.mark.skipif(not chromium_available(), reason="chromium not installed")
-def test_report_renders_its_charts_offline_in_chromium(report: Path):
-    from playwright.sync_api import sync_playwright
-
+def test_report_renders_its_charts_offline_in_chromium(chromium, report: Path):
     requests: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(offline=True, viewport={"width": 1300, "height": 1000})
+    context = chromium.new_context(offline=True, viewport={"width": 1300, "height": 1000})
+    try:
 
-            def block(route):
-                if not route.request.url.startswith("file:"):
-                    requests.append(route.request.url)
-                    return route.abort()
-                return route.continue_()
+        def block(route):
+            if not route.request.url.startswith("file:"):
+                requests.append(route.request.url)
+                return route.abort()
+            return route.continue_()
 
-            context.route("**/*", block)
-            page = context.new_page()
-            page.goto(report.as_uri())
-            page.wait_for_function(
-                "() => window.Plotly && document.querySelectorAll('.plotly-graph-div .main-svg').length >= 7"
-            )
-            charts = page.locator(".plotly-graph-div")
-            assert (
-                charts.count() == 7
-            )  # site, task type, hard subset, termination, reviewer label, failure cause; paradigms
-            bars = page.locator(".plotly-graph-div .bars .point path")
-            assert bars.count() > 20
-            # Counts on the bars, or beside them past their whisker (dashboard.charts.bar_labels).
-            texts = page.locator(
-                ".plotly-graph-div .bars .point text, .plotly-graph-div .textpoint text"
-            ).evaluate_all("els => els.map(e => e.textContent)")
-            assert len([t for t in texts if re.fullmatch(r"\d+\.\d % · \d+/\d+", t)]) > 20
-            assert page.title() != "pwned"
-            assert HOSTILE in page.locator("body").inner_text()  # shown as text, never run
-            page.screenshot(path=str(report.with_suffix(".png")), full_page=True)
-        finally:
-            browser.close()
+        context.route("**/*", block)
+        page = context.new_page()
+        page.goto(report.as_uri())
+        page.wait_for_function(
+            "() => window.Plotly && document.querySelectorAll('.plotly-graph-div .main-svg').length >= 7"
+        )
+        charts = page.locator(".plotly-graph-div")
+        assert (
+            charts.count() == 7
+        )  # site, task type, hard subset, termination, reviewer label, failure cause; paradigms
+        bars = page.locator(".plotly-graph-div .bars .point path")
+        assert bars.count() > 20
+        # Counts on the bars, or beside them past their whisker (dashboard.charts.bar_labels).
+        texts = page.locator(
+            ".plotly-graph-div .bars .point text, .plotly-graph-div .textpoint text"
+        ).evaluate_all("els => els.map(e => e.textContent)")
+        assert len([t for t in texts if re.fullmatch(r"\d+\.\d % · \d+/\d+", t)]) > 20
+        assert page.title() != "pwned"
+        assert HOSTILE in page.locator("body").inner_text()  # shown as text, never run
+        page.screenshot(path=str(report.with_suffix(".png")), full_page=True)
+    finally:
+        context.close()
     assert requests == []  # nothing asked for the network
 
 
+@pytest.mark.slow
 def test_default_report_compares_runs_that_share_tasks(demo_db, tmp_path):
     """With no --run the report covers every run, and its comparison pairs two runs that scored tasks
     in common (the same rule as the Compare page), not simply the first two."""

@@ -114,6 +114,7 @@ def test_the_templates_record_in_this_run(demo, demo_db):
     assert json.loads(_show(demo_db, 25, "--format", "json"))["template"]["passed"] == 1
 
 
+@pytest.mark.slow
 def test_the_page_after_each_action_and_the_final_url(demo, demo_db, shipped_data):
     # OpAgent records the page after each action: every step's page_after is the raw file's page_url.
     for task_id in (25, 8, 99):

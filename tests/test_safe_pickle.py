@@ -292,24 +292,26 @@ def test_a_step_file_of_60_million_empty_dicts_is_refused_within_500_mb(repo_roo
     assert rss <= 500 and seconds < 60, (rss, seconds)
 
 
-@pytest.mark.parametrize(
-    "name, data, says",
-    [
-        # 9 bytes: a memo index of 2**30 makes the C unpickler allocate and zero a 16 GB table.
-        ("memo index 2**30", gzip.compress(b"\x80\x04}r" + (1 << 30).to_bytes(4, "little") + b"."), "memory"),
-        ("60 million DUPs", _gzip_repeated(b"2", 60_000_000, head=b"\x80\x04(}"), "objects"),
-        ("60 million MEMOIZEs", _gzip_repeated(b"\x94", 60_000_000, head=b"\x80\x04}", tail=b"."), "objects"),
-        ("2.9 million empty sets", _gzip_repeated(b"\x8f", 2_900_000), "loaded"),  # just under the count
-        (
-            "20,000 classes",
-            gzip.compress(b"\x80\x04(" + b"".join(b"c%x\n%x\n" % (i, i) for i in range(20_000)) + b"l."),
-            "classes",
-        ),  # fmt: skip
-    ],
-)
-def test_hostile_step_files_stay_within_2_gb_and_60_s(name, data, says, repo_root, tmp_path):
+# Built when the case runs, not at collection: pytest-xdist's workers must collect identical ids (gzip
+# stamps the time), and collection stays quick.
+HOSTILE_STEP_FILES = {
+    # 9 bytes: a memo index of 2**30 makes the C unpickler allocate and zero a 16 GB table.
+    "memo index 2**30": (lambda: gzip.compress(b"\x80\x04}r" + (1 << 30).to_bytes(4, "little") + b"."), "memory"),
+    "60 million DUPs": (lambda: _gzip_repeated(b"2", 60_000_000, head=b"\x80\x04(}"), "objects"),
+    "60 million MEMOIZEs": (lambda: _gzip_repeated(b"\x94", 60_000_000, head=b"\x80\x04}", tail=b"."), "objects"),
+    "2.9 million empty sets": (lambda: _gzip_repeated(b"\x8f", 2_900_000), "loaded"),  # just under the count
+    "20,000 classes": (
+        lambda: gzip.compress(b"\x80\x04(" + b"".join(b"c%x\n%x\n" % (i, i) for i in range(20_000)) + b"l."),
+        "classes",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_STEP_FILES))
+def test_hostile_step_files_stay_within_2_gb_and_60_s(name, repo_root, tmp_path):
+    data, says = HOSTILE_STEP_FILES[name]
     path = tmp_path / "step_1.pkl.gz"
-    path.write_bytes(data)
+    path.write_bytes(data())
     line, seconds, rss = _child_load(repo_root, path)
     assert says in line and "\n" not in line, line
     assert rss <= 2048 and seconds < 60, (rss, seconds)

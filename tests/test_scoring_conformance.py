@@ -99,6 +99,7 @@ def _retrieve_response(task, retrieved_data) -> str:
     )
 
 
+@pytest.mark.slow
 def test_every_retrieved_data_variant_agrees_with_official(
     wv_dir: Path, demo_entries: list[dict], official_demo
 ) -> None:
@@ -373,6 +374,7 @@ def test_network_matrix_agrees_with_official(template: dict, official_matrix) ->
     assert {"success", "failure"} <= network_statuses
 
 
+@pytest.mark.slow
 def test_network_matrix_through_the_importer_agrees_with_official(
     template: dict, official_matrix, tasks_store, tmp_path: Path
 ) -> None:

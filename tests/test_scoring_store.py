@@ -66,6 +66,7 @@ def demo_run(tasks_store, wv_dir: Path, tmp_path: Path):
     return tasks_store
 
 
+@pytest.mark.slow
 def test_evaluate_run_stores_official_verdicts(demo_run, official_demo_results: Path) -> None:
     evaluate_run(demo_run, "demo", workers=1)
     rows = demo_run.query_dicts("SELECT * FROM evaluations WHERE run = 'demo' ORDER BY task_id")
@@ -144,6 +145,7 @@ def test_export_matches_official_cli_output(demo_run, official_demo_results: Pat
     assert "per_site" in ours["summary"]
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_one_line_errors(demo_run, tmp_path: Path) -> None:
     with pytest.raises(NotFound, match="no run named"):
         evaluate_run(demo_run, "nope")
@@ -173,6 +175,7 @@ def test_broken_trace_is_an_error_not_a_failure(wv_dir: Path) -> None:
     assert junk.status == "error" and junk.error
 
 
+@pytest.mark.slow
 def test_cannot_pass_set_is_rederived(wv_dir: Path) -> None:
     """docs/cannot-pass.md: feed every task its own expected answer; the engine must reject exactly these."""
     tasks = orjson.loads(verified_dataset_path().read_bytes())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from cause_support import forget_diagnosis
-from test_cli import run_cli
+from cli_support import run_cli
 from typer.testing import CliRunner
 
 from core.cli.main import app
@@ -153,6 +153,7 @@ def test_a_replaced_run_never_shows_a_hit_until_reindexed(demo):
     assert fresh.not_indexed == [] and not any(h.run == "opagent" and h.step is not None for h in fresh.hits)
 
 
+@pytest.mark.slow
 def test_import_indexes_the_run_and_a_reimport_replaces_its_documents(tasks_store, shipped_data):
     from core.ingest.opagent import import_opagent
 

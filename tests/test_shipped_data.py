@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from demo_support import BABEL, NAV, OPAGENT, WAV
 
 from core.ingest.demo import BABELCLOUD
@@ -215,6 +216,7 @@ def test_readme_opens_with_the_two_commands():
     assert lines[3].startswith("make demo ") and lines[4].startswith("make test ")
 
 
+@pytest.mark.slow
 def test_deptry_finds_a_missing_and_an_unused_dependency(tmp_path: Path):
     """The two runs `make deps` makes pass on the tree, and the first fails once pyproject.toml forgets a
     package the code imports or declares one nothing imports."""
@@ -243,6 +245,7 @@ def test_deptry_finds_a_missing_and_an_unused_dependency(tmp_path: Path):
     assert re.search(r"DEP00[13] 'orjson' imported but", out) and "DEP002 'left-pad-for-python'" in out
 
 
+@pytest.mark.slow
 def test_a_test_that_needs_the_shared_data_skips_without_it_unless_skips_are_refused(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if k not in ("TRAJREVIEW_NO_SKIPS", "PYTEST_ADDOPTS")}
     env["TRAJREVIEW_SHARED_DATA"] = str(tmp_path / "absent")
@@ -264,6 +267,7 @@ def test_a_test_that_needs_the_shared_data_skips_without_it_unless_skips_are_ref
     assert refused.returncode == 1 and "skipped tests fail this run" in refused.stdout
 
 
+@pytest.mark.slow
 def test_the_plain_run_leaves_the_embeddings_tests_out():
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests/test_judge_rules.py"],

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
+from cli_support import run_cli
 from demo_support import GOLD, OPAGENT
 from typer.testing import CliRunner
 
@@ -60,9 +59,6 @@ def test_show_refuses_unknown_run_task_and_format_in_one_line(demo_db):
             "--format: 'xml' is not one of table, json",
         ),
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "core.cli.start", "--db", str(demo_db), "show", *args],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        done = run_cli("show", *args, db=demo_db)
         assert done.returncode == 2 and done.stdout == ""
         assert done.stderr.strip() == f"error: {message}"

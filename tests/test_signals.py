@@ -19,7 +19,7 @@ from browser_support import free_port
 from core.paths import REPO_ROOT
 
 STOP_WITHIN_S = 5.0
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.server]
 
 
 def _session(sid: int) -> list[int]:

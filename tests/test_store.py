@@ -96,6 +96,7 @@ def test_insert_rows_matches_columns_by_name(store):
     ]
 
 
+@pytest.mark.slow
 def test_second_process_gets_clear_lock_error(tmp_path):
     path = tmp_path / "locked.duckdb"
     Store(path).close()

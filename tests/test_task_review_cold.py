@@ -58,6 +58,7 @@ def test_a_cold_view_decodes_each_shown_screenshot_once(open_page, demo_db, monk
     assert not at.exception and decoded == []  # stepping inside the page decodes nothing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sort", tq.VERDICT_ORDERS)
 def test_neighbours_from_the_verdicts_are_the_triage_lists(demo_db, sort):
     plain = tq.TriageFilter(sort=sort)

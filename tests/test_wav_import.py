@@ -13,6 +13,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from build_cache import built_db
+from cli_support import run_cli
 
 from core.errors import InputError
 from core.ingest.wav_run import import_wav_run
@@ -29,11 +31,19 @@ def wav(shipped_data: Path) -> Path:
 @pytest.fixture(scope="session")
 def scored_demo_db(tasks_db: Path, wav: Path, tmp_path_factory) -> Path:
     """The demo run imported and scored once per session."""
-    path = tmp_path_factory.mktemp("wav") / "demo.duckdb"
-    shutil.copy(tasks_db, path)
-    with Store(path) as store:
-        import_wav_run(store, wav / "demo-run", "wav-demo", config=wav / "config.demo.json", workers=1)
-    return path
+
+    def build(path: Path) -> None:
+        shutil.copy(tasks_db, path)
+        with Store(path) as store:
+            import_wav_run(store, wav / "demo-run", "wav-demo", config=wav / "config.demo.json", workers=1)
+
+    return built_db(
+        tmp_path_factory,
+        "scored-wav-demo",
+        build,
+        (wav / "demo-run", wav / "config.demo.json"),
+        "demo.duckdb",
+    )
 
 
 def _har_entries(path: Path) -> list[dict]:
@@ -118,6 +128,7 @@ def test_no_secret_from_the_har_or_config_reaches_the_database(scored_demo_db: P
         assert secret not in text
 
 
+@pytest.mark.slow
 def test_reimport_replaces_the_run_atomically(tasks_store: Store, wav: Path, tmp_path: Path):
     import_wav_run(tasks_store, wav / "demo-run", "again", score=False)
     first = _run_rows(tasks_store, "again")
@@ -357,9 +368,16 @@ def _cli(*args: str, db: Path, hash_seed: str | None = None) -> subprocess.Compl
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_cli_exit_codes(tasks_db: Path, wav: Path, tmp_path: Path):
+    """In this process (none of these scores in workers): tests/test_cli.py runs the pooled import as a
+    process."""
     db = tmp_path / "cli.duckdb"
     shutil.copy(tasks_db, db)
+
+    def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
+        return run_cli("import", "wav-run", *args, db=db)
+
     ok = _cli(str(wav / "demo-run"), "--run", "cli", "--no-score", db=db)
     assert ok.returncode == 0, ok.stderr
     entries = sum(
@@ -377,6 +395,7 @@ def test_cli_exit_codes(tasks_db: Path, wav: Path, tmp_path: Path):
     assert "problem [unknown_task]: task 99999" in partial.stdout
 
 
+@pytest.mark.slow
 def test_two_imports_of_one_run_store_the_same_text_whatever_the_hash_seed(
     tasks_db: Path, wav: Path, tmp_path: Path
 ):
@@ -446,6 +465,7 @@ def test_event_seqs_survive_leaving_static_assets_out(tasks_store: Store, wav: P
         assert static is False
 
 
+@pytest.mark.slow
 def test_cli_explains_each_failed_task(tasks_db: Path, wav: Path, tmp_path: Path):
     """After scoring, the command says why each task failed, in the official result's own terms."""
     db = tmp_path / "cli.duckdb"
@@ -515,6 +535,7 @@ def _odd_files(wav: Path) -> dict[str, tuple[bytes, bytes]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", ["whole-file", "streaming"])
 def test_odd_files_get_the_status_evaluate_task_gives(
     tasks_store: Store, wav: Path, tmp_path: Path, reader: str, monkeypatch
@@ -586,6 +607,7 @@ def test_the_failures_listed_after_an_import_are_the_stored_ones(
     assert summary.failures == stored
 
 
+@pytest.mark.slow
 def test_the_cli_lists_the_same_failures_as_a_read_of_the_database(tasks_db: Path, wav: Path, tmp_path: Path):
     """The command's listing (from the import's own rows) prints what `print_failures` prints from a read."""
     db = tmp_path / "cli.duckdb"

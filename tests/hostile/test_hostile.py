@@ -16,6 +16,8 @@ from hostile.runner import run_in_process
 from core.paths import has_shared_data
 
 CASES = all_cases()
+# The corpus runs in `make test`; `make check` leaves it out (about two minutes of importer runs).
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.timeout(60)
