@@ -375,22 +375,22 @@ def test_cli_exit_codes(tasks_db: Path, wav: Path, tmp_path: Path):
     db = tmp_path / "cli.duckdb"
     shutil.copy(tasks_db, db)
 
-    def _cli(*args: str, db: Path) -> subprocess.CompletedProcess:
+    def import_wav(*args: str, db: Path) -> subprocess.CompletedProcess:
         return run_cli("import", "wav-run", *args, db=db)
 
-    ok = _cli(str(wav / "demo-run"), "--run", "cli", "--no-score", db=db)
+    ok = import_wav(str(wav / "demo-run"), "--run", "cli", "--no-score", db=db)
     assert ok.returncode == 0, ok.stderr
     entries = sum(
         len(json.loads((wav / "demo-run" / t / "network.har").read_bytes())["log"]["entries"])
         for t in ("107", "108")
     )
     assert f"run cli: 2 tasks, {entries} network events" in ok.stdout
-    missing = _cli(str(tmp_path / "nope"), "--run", "cli", "--no-score", db=db)
+    missing = import_wav(str(tmp_path / "nope"), "--run", "cli", "--no-score", db=db)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "no such file" in missing.stderr
-    bad = _cli(str(wav / "demo-run"), "--run", "cli", "--paradigm", "magic", db=db)
+    bad = import_wav(str(wav / "demo-run"), "--run", "cli", "--paradigm", "magic", db=db)
     assert bad.returncode == 2 and "--paradigm" in bad.stderr
     broken = _broken_run(wav, tmp_path / "b")
-    partial = _cli(str(broken), "--run", "cli2", "--no-score", db=db)
+    partial = import_wav(str(broken), "--run", "cli2", "--no-score", db=db)
     assert partial.returncode == 0 and f"{len(EXPECTED_PROBLEMS)} problems" in partial.stdout
     assert "problem [unknown_task]: task 99999" in partial.stdout
 
