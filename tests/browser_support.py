@@ -33,12 +33,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(db: Path, *extra_args: str, env: dict | None = None, port: int | None = None) -> Iterator[str]:
-    """`trajreview serve` on `port` (default: a free one) over `db`; yields the base URL, stops the server
-    after."""
+def serve(
+    db: Path | None, *extra_args: str, env: dict | None = None, port: int | None = None
+) -> Iterator[str]:
+    """`trajreview serve` on `port` (default: a free one) over `db` (None: the file TRAJREVIEW_DB in `env`
+    names, as a user who exports it runs the app); yields the base URL, stops the server after."""
     port = port or free_port()
+    database = ["--db", str(db)] if db is not None else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "core.cli.start", "--db", str(db), "serve", "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", "core.cli.start", *database, "serve", "--host", "127.0.0.1", "--port", str(port),
          *extra_args],
         env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip

@@ -10,11 +10,9 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
-from browser_support import chromium_available, free_port, stop_group
+from browser_support import chromium_available, serve
 
 pytestmark = pytest.mark.browser
 
@@ -26,28 +24,12 @@ if not chromium_available():
 
 @pytest.fixture
 def served(tasks_db, tmp_path):
+    """The app served over a copy of the tasks database named by TRAJREVIEW_DB, as a user who exports it runs
+    `trajreview serve`."""
     db = tmp_path / "served.duckdb"
     shutil.copy(tasks_db, db)
-    port = free_port()
-    env = {**os.environ, "TRAJREVIEW_DB": str(db)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "core.cli.start", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        stop_group(proc)  # the command and the Streamlit server it started
-        pytest.fail(f"dashboard did not start: {proc.stdout.read().decode(errors='replace')[-2000:]}")
-    yield url, db
-    stop_group(proc)
+    with serve(None, env={"TRAJREVIEW_DB": str(db)}) as url:
+        yield url, db
 
 
 def _wait_rendered(page) -> None:

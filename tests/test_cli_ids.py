@@ -8,13 +8,13 @@ from __future__ import annotations
 import inspect
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 import pytest
+from cli_support import run_cli
 from demo_support import GOLD
 
 from core.cli import main as cli
@@ -124,30 +124,15 @@ def db(demo_db: Path, tmp_path_factory) -> Path:
     return path
 
 
-def run_main(monkeypatch, capsys, args: list[str]) -> tuple[int, str, str]:
-    """`trajreview ARGS` in this process through `main()`: (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["trajreview", *args])
-    monkeypatch.delenv("TRAJREVIEW_DB", raising=False)
-    previous = signal.getsignal(signal.SIGTERM)  # main() installs its own
-    try:
-        with pytest.raises(SystemExit) as exit_info:
-            cli.main()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
-
-
 @pytest.mark.parametrize(
     "command, parameter, args, says", CASES, ids=[" ".join(c[2][:2]) + f" {c[1]}" for c in CASES]
 )
-def test_an_id_the_database_lacks_is_one_line_and_exit_2(
-    command, parameter, args, says, db, monkeypatch, capsys
-):
+def test_an_id_the_database_lacks_is_one_line_and_exit_2(command, parameter, args, says, db):
     tmp = db.parent
     with Store(db, read_only=True) as store:
         before = store.row_counts()
-    code, _, err = run_main(monkeypatch, capsys, ["--db", str(db), *(a.format(tmp=tmp) for a in args)])
+    done = run_cli(*(a.format(tmp=tmp) for a in args), db=db)
+    code, err = done.returncode, done.stderr
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and says in err, err
     with Store(db, read_only=True) as store:  # and nothing was written

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from test_cli_ids import run_main
+from cli_support import run_cli
 
 from core.store import Store
 
@@ -30,9 +30,9 @@ def run_counting(monkeypatch, capsys, db: Path, args: list[str]) -> tuple[int, l
         return connect(database, *rest, **options)
 
     monkeypatch.setattr(duckdb, "connect", counting)
-    code, _, err = run_main(monkeypatch, capsys, ["--db", str(db), *args])
+    done = run_cli(*args, db=db)
     monkeypatch.setattr(duckdb, "connect", connect)
-    return code, opened, err
+    return done.returncode, opened, done.stderr
 
 
 def test_an_import_and_an_evaluate_open_the_file_twice(monkeypatch, capsys, tasks_db, wav, tmp_path):
