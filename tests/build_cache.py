@@ -51,8 +51,16 @@ def _hash_tree(digest, root: Path, suffixes: tuple[str, ...] | None = None) -> N
             continue
         digest.update(str(path.relative_to(root) if path != root else path.name).encode())
         digest.update(b"\0")
-        with path.open("rb") as f:
-            digest.update(hashlib.file_digest(f, "blake2b").digest())
+        info = path.stat()
+        digest.update(_file_digest(path, info.st_mtime_ns, info.st_size, info.st_ino))
+
+
+@cache
+def _file_digest(path: Path, mtime_ns: int, size: int, inode: int) -> bytes:
+    """A file's bytes hashed once per process while it stays the same file (the whole-run inputs are
+    hundreds of megabytes, asked for by several fixtures); a rewritten file has another key."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "blake2b").digest()
 
 
 @cache
