@@ -51,16 +51,21 @@ def _hash_tree(digest, root: Path, suffixes: tuple[str, ...] | None = None) -> N
             continue
         digest.update(str(path.relative_to(root) if path != root else path.name).encode())
         digest.update(b"\0")
-        info = path.stat()
-        digest.update(_file_digest(path, info.st_mtime_ns, info.st_size, info.st_ino))
+        digest.update(_file_digest(path))
 
 
-@cache
-def _file_digest(path: Path, mtime_ns: int, size: int, inode: int) -> bytes:
-    """A file's bytes hashed once per process while it stays the same file (the whole-run inputs are
-    hundreds of megabytes, asked for by several fixtures); a rewritten file has another key."""
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "blake2b").digest()
+_DIGESTS: dict[tuple[str, int, int, int], bytes] = {}
+
+
+def _file_digest(path: Path) -> bytes:
+    """A file's bytes hashed once per process while it stays the same file (its mtime, size and inode): the
+    whole-run inputs are hundreds of megabytes, asked for by several fixtures."""
+    info = path.stat()
+    key = (str(path), info.st_mtime_ns, info.st_size, info.st_ino)
+    if key not in _DIGESTS:
+        with path.open("rb") as f:
+            _DIGESTS[key] = hashlib.file_digest(f, "blake2b").digest()
+    return _DIGESTS[key]
 
 
 @cache
