@@ -4,6 +4,7 @@ copied, never shared, and a change to its inputs builds it anew."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -31,6 +32,21 @@ def test_make_check_leaves_out_every_tier_mark(repo_root):
     assert {m.removeprefix("not ") for m in quick.split(" and ")} >= set(TIER_MARKS)
     assert re.search(r'^check: lint\n\t\$\(BIN\)/pytest \$\(PYTEST_ARGS\) -m "\$\(QUICK\)"$', makefile, re.M)
     assert re.search(r"^test: lint pytest$", makefile, re.M)  # the whole suite stays what `make test` runs
+
+
+def test_make_keeps_compiled_bytecode_in_the_cache(repo_root, tmp_path):
+    """docs/testing.md: every make target writes bytecode under .cache/pycache even where the environment
+    says not to, so a second run and every worker and served app skip compiling."""
+    import subprocess
+
+    probe = tmp_path / "probe.mk"
+    probe.write_text(f"include {repo_root / 'Makefile'}\nprobe:\n\t@env\n", encoding="utf-8")
+    env = subprocess.run(
+        ["make", "-s", "-C", str(repo_root), "-f", str(probe), "probe"],
+        capture_output=True, text=True, check=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    ).stdout.splitlines()  # fmt: skip
+    assert f"PYTHONPYCACHEPREFIX={repo_root / '.cache' / 'pycache'}" in env
+    assert not any(line.startswith("PYTHONDONTWRITEBYTECODE=") for line in env)
 
 
 @pytest.fixture
