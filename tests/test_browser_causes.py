@@ -48,20 +48,21 @@ def _primary(db, run):
 def test_triage_filters_by_cause_from_its_url_and_from_the_widget(browser_page, served):
     url, db = served
     primary = _primary(db, OPAGENT)
-    step_limit = sum(1 for c in primary.values() if c == "step_limit")
+    looped = sum(1 for c in primary.values() if c == "looped")
     gave_up = sum(1 for c in primary.values() if c == "gave_up")
+    assert looped and gave_up
     with browser_page() as page:
-        page.goto(f"{url}/triage?run={OPAGENT}&cause=step_limit")
+        page.goto(f"{url}/triage?run={OPAGENT}&cause=looped")
         wait_idle(page)
-        page.get_by_text(re.compile(rf"^{step_limit} of \d+ tasks")).first.wait_for(timeout=60_000)
+        page.get_by_text(re.compile(rf"^{looped} of \d+ tasks")).first.wait_for(timeout=60_000)
         # The widget shows the cause in words and adds a second one to the URL.
-        page.get_by_text("hit the step limit").first.wait_for()
+        page.get_by_text("looped").first.wait_for()
         page.get_by_role("combobox", name=re.compile("Suggested cause")).click()
         page.get_by_role("option", name="gave up early").click()
         wait_url(page, "cause=gave_up")
         wait_idle(page)
-        page.get_by_text(re.compile(rf"^{step_limit + gave_up} of \d+ tasks")).first.wait_for(timeout=60_000)
-        assert "cause=step_limit" in page.url
+        page.get_by_text(re.compile(rf"^{looped + gave_up} of \d+ tasks")).first.wait_for(timeout=60_000)
+        assert "cause=looped" in page.url
 
 
 def test_accept_in_the_header_labels_the_task_with_the_reviewers_name(browser_page, served):

@@ -92,17 +92,25 @@ def test_triage_rows_carry_the_primary_cause_and_filter_on_it(store):
     assert by_task[OPEN_TASK[1]].cause_by_model and by_task[OPEN_TASK[1]].cause == "wrong_element"
     opts = triage.options(table)["causes"]
     assert opts == [c for c in causes.ORDER if c in {r.cause for r in table.rows}]
-    shown = triage.apply_filter(table, triage.TriageFilter(causes=("step_limit",)))
     truncated = {
         t
         for (t,) in store.query(
             "SELECT task_id FROM trajectories WHERE run = ? AND termination = 'truncated'", [OPAGENT]
         )
     }
-    assert set(shown.task_ids()) == truncated and truncated
+    # Both cut tasks of the demo looped into the cap (148, 335): the loop is their cause, the cap how
+    # they ended; step_limit stays beside it, not primary.
+    shown = triage.apply_filter(table, triage.TriageFilter(causes=("looped",)))
+    assert truncated and truncated <= set(shown.task_ids())
+    assert not triage.apply_filter(table, triage.TriageFilter(causes=("step_limit",))).task_ids()
+    others = store.query(
+        "SELECT DISTINCT task_id FROM failure_causes WHERE run = ? AND cause = 'step_limit' AND NOT is_primary",
+        [OPAGENT],
+    )
+    assert {t for (t,) in others} == truncated
     # The filter travels in the URL.
-    flt = triage.filter_from_params(lambda name: ["step_limit"] if name == "cause" else [])
-    assert flt.causes == ("step_limit",) and flt.fingerprint() != triage.TriageFilter().fingerprint()
+    flt = triage.filter_from_params(lambda name: ["looped"] if name == "cause" else [])
+    assert flt.causes == ("looped",) and flt.fingerprint() != triage.TriageFilter().fingerprint()
 
 
 def test_a_run_not_diagnosed_offers_no_cause_and_says_how(store):
@@ -156,7 +164,13 @@ def test_the_landing_page_groups_a_diagnosed_run_by_its_primary_cause(store):
         causes.cause_name(c) for (_, _, c, _) in store.query(causes.primary_causes_sql(), {"run": NAV})
     )
     assert all(item.cause for g in groups for item in g.items)
-    model = [i for g in failures.failures_by_cause(store, OPAGENT) for i in g.items if i.cause_by_model]
+    # A cause named first; no specific cause found after every cause, however many tasks it holds.
+    opagent = failures.failures_by_cause(store, OPAGENT)
+    names = [g.cause for g in opagent]
+    fallback = names.index(causes.cause_name("no_specific_cause"))
+    assert len(opagent[fallback].items) == max(len(g.items) for g in opagent)
+    assert all(causes.cause_name(c) not in names[fallback:] for c in causes.PRECEDENCE)
+    model = [i for g in opagent for i in g.items if i.cause_by_model]
     assert [(OPAGENT, i.task_id) for i in model] == [OPEN_TASK]
     # A run without causes keeps the evaluator-sentence groups.
     assert all(item.cause is None for g in failures.failures_by_cause(store, WAV) for item in g.items)
@@ -248,7 +262,7 @@ def test_step_evidence_links_to_the_step_and_a_model_suggestion_says_so(open_pag
     with Store(seeded, read_only=True) as s:
         task, step = s.query(
             "SELECT task_id, (evidence->0->>'step_idx')::INTEGER FROM failure_causes WHERE run = ? AND is_primary"
-            " AND cause = 'step_limit' ORDER BY task_id LIMIT 1", [OPAGENT],
+            " AND cause = 'looped' ORDER BY task_id LIMIT 1", [OPAGENT],
         )[0]  # fmt: skip
     at = open_page(seeded, "views/task.py", name="Ada", run=OPAGENT, task=str(task))
     queries = [link.proto.query_string for link in at.get("page_link")]
@@ -306,12 +320,15 @@ def test_the_agreement_panel_shows_the_engines_figures_with_n_and_intervals(stor
     from dashboard.components.cause_agreement import agreement_rows, kappa_text
 
     decide_cause(store, NAV, 374, "environment", "accepted", "Grace", label=CAUSE_LABEL["environment"])
-    (other,) = store.query(
-        "SELECT task_id FROM failure_causes WHERE run = ? AND is_primary AND cause = 'wrong_answer'", [NAV]
+    decide_cause(store, BABEL, 530, "invalid_action", "rejected", "Grace")
+    annotate(store, "task", "Grace", run=BABEL, task_id=530, label=CAUSE_LABEL["gave_up"])
+    # The rule of last resort names no cause: a label there is counted apart, not as a disagreement.
+    (fallback,) = store.query(
+        "SELECT task_id FROM failure_causes WHERE run = ? AND is_primary AND rule = 'answered_wrong'", [NAV]
     )[0]
-    annotate(store, "task", "Grace", run=NAV, task_id=other, label=CAUSE_LABEL["gave_up"])
-    result = agreement_from_store(store, [NAV])
-    assert (result.n, result.n_undecided) == (2, 0)
+    annotate(store, "task", "Grace", run=NAV, task_id=fallback, label=CAUSE_LABEL["gave_up"])
+    result = agreement_from_store(store, [NAV, BABEL])
+    assert (result.n, result.n_undecided, result.n_fallback, result.n_fallback_right) == (2, 0, 1, 0)
     rows = agreement_rows(result).set_index("cause")
     assert rows.loc["environment broken", "precision [95 % CI]"].endswith(" of 1")
     assert rows.loc["environment broken", "precision [95 % CI]"].startswith("100.0 %")
@@ -350,3 +367,42 @@ def test_a_failed_task_without_a_cause_is_offered_and_found_as_none(store):
     assert shown.task_ids() == [374]
     part = causes.cause_breakdown(store, [NAV])
     assert NOT_DIAGNOSED in set(part["name"]) and part["tasks"].sum() == len(_failed(store, NAV))
+
+
+def test_the_fallback_is_said_as_no_cause_and_a_rule_shows_its_precision(open_page, seeded):
+    """Task 22's only finding is the rule of last resort: the page says no specific cause was found, not
+    'answered wrong'; task 25's rule shows how often it was right on our labels. Accepting the fallback
+    makes it a cause like any other."""
+    from core.diagnose.precision import RULE_PRECISION
+    from core.diagnose.taxonomy import NO_SPECIFIC_SENTENCE
+
+    at = open_page(seeded, "views/task.py", name="Ada", run=OPAGENT, task="22")
+    text = page_texts(at).replace("*", "")
+    assert NO_SPECIFIC_SENTENCE in text and "Suggested cause: answered wrong" not in text
+    assert RULE_PRECISION["answered_wrong"].sentence() in text
+    at = open_page(seeded, "views/task.py", name="Ada", run=OPAGENT, task="25")
+    text = page_texts(at).replace("*", "")
+    assert "Suggested cause: evaluator stricter than the task" in text
+    assert RULE_PRECISION["other_runs_agree"].sentence() in text
+    queries = [link.proto.query_string for link in at.get("page_link")]
+    assert f"run={BABEL}&task=25" in queries  # the witness opens the other run's attempt
+    with Store(seeded) as s:
+        table = triage.triage_table(s, OPAGENT)
+        assert {r.task_id: r.cause for r in table.rows}[22] == "no_specific_cause"
+        decide_cause(s, OPAGENT, 22, "wrong_answer", "accepted", "Ada", label=CAUSE_LABEL["wrong_answer"])
+    at = open_page(seeded, "views/task.py", name="Ada", run=OPAGENT, task="22")
+    assert "Suggested cause: answered wrong" in page_texts(at).replace("*", "")
+    with Store(seeded, read_only=True) as s:
+        assert {r.task_id: r.cause for r in triage.triage_table(s, OPAGENT).rows}[22] == "wrong_answer"
+
+
+def test_the_headline_share_counts_specific_causes_only(store):
+    table = causes.cause_breakdown(store, [OPAGENT])
+    (line,) = causes.explained(table)
+    no_specific = int(table.loc[table["cause"] == "no_specific_cause", "tasks"].sum())
+    assert line.no_specific == no_specific > 0
+    assert (
+        line.specific + no_specific + int(table.loc[table["cause"] == "undecided", "tasks"].sum())
+        == line.failed
+    )
+    assert f"a specific cause for {line.specific} of {line.failed} failed tasks" in line.sentence()

@@ -22,6 +22,7 @@ class StepFact:
     kind: str  # action | observe
     error: str | None
     answer: str | None
+    url: str | None = None  # the page the step acted on
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,17 @@ class EvaluatorFact:
     status: str
     explanation: str | None
     nearest_event_seq: int | None
+
+
+@dataclass(frozen=True)
+class WitnessFact:
+    """Another run's attempt at the same task: its verdict, answer and last page."""
+
+    run: str
+    agent: str | None
+    status: str
+    answer: str | None
+    final_url: str | None
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,13 @@ class TaskFacts:
     verified_data: Any  # WebArena-Verified's expected retrieved_data (None for mutate/navigate tasks)
     original_reference: dict[str, Any]  # the original must_include / exact_match / fuzzy_match / url
     ear: float | None = None  # element accuracy rate (stated vs executed), when measured
+    final_url: str | None = None  # the page the attempt ended on, when recorded
+    sites: tuple[str, ...] = ()  # the sites the task names (WebArena-Verified's, else the original's)
+    verified_evaluators: tuple[
+        dict[str, Any], ...
+    ] = ()  # WebArena-Verified's evaluators, expected values included
+    witnesses: tuple[WitnessFact, ...] = ()  # other runs' attempts at this task
+    agent: str | None = None  # the run's agent, as imported
     template_passed: tuple[int, ...] = ()  # other tasks of the same template that passed in the run
     steps: tuple[StepFact, ...] = ()
     server_errors: tuple[EventFact, ...] = ()
@@ -72,17 +91,24 @@ class TaskFacts:
     def actions(self) -> tuple[StepFact, ...]:
         return tuple(s for s in self.steps if s.kind == "action")
 
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """The pages the attempt was on, in order (each step's page, then the last page)."""
+        return tuple(u for u in (*(s.url for s in self.steps), self.final_url) if u)
+
 
 _TASKS = """
-SELECT e.task_id, e.status, e.source AS verdict_source, e.explanation, e.offline_status,
+SELECT e.task_id, e.status, e.source AS verdict_source, r.agent, e.explanation, e.offline_status,
        coalesce(e.offline_disagrees, false) AS offline_disagrees,
        t.termination, t.termination_detail, coalesce(t.n_steps, 0) AS n_steps,
-       coalesce(t.final_answer, ar.raw_text) AS answer, t.episode,
+       coalesce(t.final_answer, ar.raw_text) AS answer, t.episode, t.final_url,
        ar.parsed->>'status' AS response_status, ar.parsed->>'error_details' AS response_error,
        coalesce(k.intent, o.intent, '') AS intent, k.expected_status, k.task_type,
        coalesce(k.intent_template_id, o.intent_template_id) AS template_id, k.eval::VARCHAR AS eval,
+       coalesce(k.sites, o.sites) AS sites,
        o.must_include, o.exact_match, o.fuzzy_match::VARCHAR AS fuzzy_match, o.reference_url
 FROM evaluations e
+JOIN runs r ON r.name = e.run
 LEFT JOIN trajectories t ON t.run = e.run AND t.task_id = e.task_id AND t.is_answer
 LEFT JOIN agent_responses ar ON ar.run = e.run AND ar.task_id = e.task_id
 LEFT JOIN tasks k ON k.task_id = e.task_id
@@ -93,7 +119,7 @@ ORDER BY e.task_id
 
 _STEPS = """
 SELECT s.task_id, s.idx, coalesce(s.executed_action, s.readable, '') AS action, coalesce(s.kind, 'action') AS kind,
-       s.error, s.answer
+       s.error, s.answer, s.url
 FROM steps s
 JOIN trajectories t ON t.run = s.run AND t.task_id = s.task_id AND t.episode = s.episode AND t.is_answer
 JOIN evaluations e ON e.run = s.run AND e.task_id = s.task_id AND e.status IN ('failure', 'error')
@@ -137,12 +163,25 @@ ORDER BY e.task_id
 """
 
 
+# The other runs' attempts at the failed tasks of this run: witnesses for or against the reference.
+_WITNESSES = """
+SELECT e.task_id, e.run, r.agent, e.status, coalesce(t.final_answer, ar.raw_text) AS answer, t.final_url
+FROM evaluations e
+JOIN runs r ON r.name = e.run
+LEFT JOIN trajectories t ON t.run = e.run AND t.task_id = e.task_id AND t.is_answer
+LEFT JOIN agent_responses ar ON ar.run = e.run AND ar.task_id = e.task_id
+WHERE e.run <> $run
+  AND e.task_id IN (SELECT task_id FROM evaluations WHERE run = $run AND status IN ('failure', 'error'))
+ORDER BY e.task_id, e.run
+"""
+
+
 def _json(text: str | None) -> Any:
     return orjson.loads(text) if text else None
 
 
-def _verified_data(eval_text: str | None) -> Any:
-    for evaluator in _json(eval_text) or []:
+def _verified_data(evaluators: list) -> Any:
+    for evaluator in evaluators:
         expected = evaluator.get("expected") if isinstance(evaluator, dict) else None
         if evaluator.get("evaluator") == "AgentResponseEvaluator" and isinstance(expected, dict):
             return expected.get("retrieved_data")
@@ -150,23 +189,25 @@ def _verified_data(eval_text: str | None) -> Any:
 
 
 def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
-    """The facts of every failed or errored task of the run, in task order (six queries in one read)."""
+    """The facts of every failed or errored task of the run, in task order (seven queries in one read)."""
     with store.reading() as cur:
 
         def rows(sql: str) -> list[dict[str, Any]]:
-            result = cur.execute(sql, [run])
+            result = cur.execute(sql, {"run": run} if "$run" in sql else [run])
             names = [d[0] for d in result.description]
             return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
 
-        tasks, steps, events, evaluators, ears, passed = (
-            rows(sql) for sql in (_TASKS, _STEPS, _SERVER_ERRORS, _EVALUATORS, _EAR, _PASSED)
+        tasks, steps, events, evaluators, ears, passed, witnesses = (
+            rows(sql) for sql in (_TASKS, _STEPS, _SERVER_ERRORS, _EVALUATORS, _EAR, _PASSED, _WITNESSES)
         )
     by_task: dict[str, defaultdict[int, list]] = {
         "steps": defaultdict(list), "events": defaultdict(list), "evaluators": defaultdict(list)
     }  # fmt: skip
     for r in steps:
         by_task["steps"][r["task_id"]].append(
-            StepFact(r["idx"], r["action"], r["kind"], or_none(r["error"]), or_none(r["answer"]))
+            StepFact(
+                r["idx"], r["action"], r["kind"], or_none(r["error"]), or_none(r["answer"]), or_none(r["url"])
+            )
         )
     for r in events:
         by_task["events"][r["task_id"]].append(EventFact(r["seq"], r["status"], r["method"], r["url"]))
@@ -175,6 +216,11 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
             EvaluatorFact(r["idx"], r["evaluator"], r["status"], r["explanation"], r["nearest_event_seq"])
         )
     ear = {r["task_id"]: r["ear"] for r in ears}
+    others: defaultdict[int, list[WitnessFact]] = defaultdict(list)
+    for r in witnesses:
+        others[r["task_id"]].append(
+            WitnessFact(r["run"], r["agent"], r["status"], or_none(r["answer"]), or_none(r["final_url"]))
+        )
     passed_by_template: defaultdict[int, list[int]] = defaultdict(list)
     for r in passed:
         if r["template_id"] is not None:
@@ -182,6 +228,7 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
     facts = []
     for r in tasks:
         task_id = r["task_id"]
+        verified = tuple(e for e in _json(r["eval"]) or [] if isinstance(e, dict))
         facts.append(
             TaskFacts(
                 run=run, task_id=task_id, intent=r["intent"], status=r["status"],
@@ -191,7 +238,9 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
                 n_steps=r["n_steps"], answer=r["answer"], response_status=r["response_status"],
                 response_error=r["response_error"], expected_status=r["expected_status"],
                 task_type=r["task_type"], template_id=r["template_id"],
-                verified_data=_verified_data(r["eval"]),
+                verified_data=_verified_data(list(verified)), verified_evaluators=verified,
+                final_url=or_none(r["final_url"]), sites=tuple(r["sites"] or ()),
+                witnesses=tuple(others[task_id]), agent=r["agent"],
                 original_reference={
                     "must_include": list(r["must_include"] or []), "exact_match": r["exact_match"],
                     "fuzzy_match": _json(r["fuzzy_match"]), "reference_url": r["reference_url"],

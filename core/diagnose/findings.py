@@ -3,6 +3,7 @@ helpers that write its sentence (quotes, step numbers, the failing evaluator's l
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,18 +11,36 @@ from core.diagnose.facts import StepFact, TaskFacts
 
 QUOTE_CHARS = 60
 
+# An answer that says the agent could not find or do it (N/A, not found, cannot, unable, ...).
+GAVE_UP = re.compile(
+    r"^\s*n/?a\b|\bnot found\b|\bno \w+(?: \w+)? (?:found|exists?)\b|\bcannot\b|\bcan't\b|\bcould not\b|"
+    r"\bcouldn't\b|\bunable\b|\bnot able\b|\bnot (?:been )?completed?\b|\bfailed to\b|\binfeasible\b",
+    re.IGNORECASE,
+)
+
 
 @dataclass(frozen=True)
 class Evidence:
-    kind: str  # step | event | evaluator | response | metric | template
+    kind: str  # step | event | evaluator | response | metric | template | witness
     text: str
     step_idx: int | None = None
     seq: int | None = None
     status: int | None = None
+    # An evaluator defect's comparison (kind `evaluator`): the check, the value it compared against, what
+    # the agent gave, and WebArena-Verified's value.
+    check: str | None = None
+    reference: str | None = None
+    actual: str | None = None
+    verified: str | None = None
+    # A witness (kind `witness`): another run's attempt at the task, and whether it supports the agent
+    # (the same answer, also failed) or speaks against it (passed with another answer).
+    run: str | None = None
+    task_id: int | None = None
+    supports: bool | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The stored form: absent keys omitted (docs/schema.md, failure_causes.evidence)."""
-        fields = {"kind": self.kind, "step_idx": self.step_idx, "seq": self.seq, "status": self.status}
+        fields = {k: v for k, v in vars(self).items() if k != "text"}
         return {k: v for k, v in fields.items() if v is not None} | {"text": self.text}
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 from core.diagnose.facts import TaskFacts
 from core.diagnose.findings import (
+    GAVE_UP,
     Evidence,
     Finding,
     actions_text,
@@ -22,6 +24,7 @@ from core.diagnose.findings import (
     numbers,
     quote,
 )
+from core.diagnose.rules_defects import equivalent_values, other_runs_agree, verified_url_reached
 from core.diagnose.rules_site import (
     STEP_SERVER_ERROR,
     differs_only_in_format,
@@ -33,12 +36,15 @@ from core.diagnose.rules_site import (
     verified_reference_matches,
 )  # fmt: skip
 from core.diagnose.taxonomy import PRECEDENCE
+from core.scoring.offline.urls import canonical_url
 
-RULES_VERSION = "rules-1"
+RULES_VERSION = "rules-2"
 
 # Thresholds, chosen on the `tune` half of the labels only (tests/fixtures/failure_labels).
 LOOP_MIN_REPEATS = 5  # the same action at least this often ...
 LOOP_MIN_SHARE = 0.15  # ... and at least this share of the attempt's actions
+CYCLE_MAX_LENGTH = 4  # a cycle of at most this many different actions ...
+CYCLE_MIN_SHARE = 0.4  # ... done again right after itself, its repeats this share of the actions
 INVALID_MIN_ERRORS = 3  # failed actions (not server errors) ...
 INVALID_MIN_SHARE = 0.3  # ... and their share of the actions
 
@@ -58,19 +64,50 @@ def step_limit(facts: TaskFacts) -> Finding | None:
     )  # fmt: skip
 
 
+# Going back is how an agent walks a list (open an item, back, the next): repeated, it is no loop.
+_BACK = re.compile(r"go_?back|arrowleft|alt\+left|'alt', 'left'|\bback\b", re.IGNORECASE)
+
+
 def _repeated(facts: TaskFacts) -> tuple[str, list[int]] | None:
     actions = [s for s in facts.actions if s.action and s.action != "none" and not s.answer]
     if not actions:
         return None
-    action, count = Counter(s.action for s in actions).most_common(1)[0]
-    if count < LOOP_MIN_REPEATS or count / len(actions) < LOOP_MIN_SHARE:
-        return None
-    return action, [s.idx for s in actions if s.action == action]
+    counts = Counter(s.action for s in actions if not _BACK.search(s.action))
+    if not counts:
+        return _cycled(actions)
+    action, count = counts.most_common(1)[0]
+    if count >= LOOP_MIN_REPEATS and count / len(actions) >= LOOP_MIN_SHARE:
+        return quote(action, 50), [s.idx for s in actions if s.action == action]
+    return _cycled(actions)
+
+
+def _cycled(actions: list) -> tuple[str, list[int]] | None:
+    """A cycle of 2 to 4 different actions done again right after itself (the same clicks bring the agent
+    back where it was), whose repeats take at least CYCLE_MIN_SHARE of the attempt's actions."""
+    names = [s.action for s in actions]
+    for length in range(2, CYCLE_MAX_LENGTH + 1):
+        for start in range(len(names) - 2 * length + 1):
+            cycle = names[start : start + length]
+            if len(set(cycle)) < 2 or names[start + length : start + 2 * length] != cycle:
+                continue
+            steps, i = [], 0
+            while i + length <= len(names):  # every repeat of the cycle, not overlapping
+                if names[i : i + length] == cycle:
+                    steps += [s.idx for s in actions[i : i + length]]
+                    i += length
+                else:
+                    i += 1
+            if len(steps) / len(names) >= CYCLE_MIN_SHARE:
+                shown = " → ".join(quote(a, 30) for a in cycle)
+                return f"the cycle {shown}", steps
+    return None
 
 
 def looped(facts: TaskFacts) -> Finding | None:
-    """The same action repeated (at least LOOP_MIN_REPEATS times, LOOP_MIN_SHARE of the actions) in an
-    attempt that did not end with an answer, or a harness that stopped it for repeating itself."""
+    """The same action repeated (at least LOOP_MIN_REPEATS times, LOOP_MIN_SHARE of the actions), or a
+    cycle of actions done again right after itself and taking CYCLE_MIN_SHARE of them, in an attempt that
+    did not end with an answer (or ended saying it could not do it); or a harness that stopped it for
+    repeating itself."""
     detail = facts.termination_detail or ""
     if re.search(r"same action", detail, re.IGNORECASE):
         return Finding(
@@ -78,16 +115,22 @@ def looped(facts: TaskFacts) -> Finding | None:
             (Evidence("step", detail, step_idx=facts.actions[-1].idx if facts.actions else None),),
         )  # fmt: skip
     repeated = _repeated(facts)
-    if repeated is None or facts.termination == "answered":
+    gave_up_answer = bool(facts.answer and GAVE_UP.search(facts.answer[:300]))
+    if repeated is None or (facts.termination == "answered" and not gave_up_answer):
         return None
-    action, steps = repeated
+    what, steps = repeated
+    ended = "ended saying it could not do it" if gave_up_answer else "ended without an answer"
     return Finding(
         "looped", "looped",
-        f"The agent repeated {quote(action, 50)} {len(steps)} times (steps {numbers(steps)}) of "
-        f"{len(facts.actions)} actions and ended without an answer"
+        f"The agent repeated {what} {len(steps)} times (steps {numbers(steps)}) of "
+        f"{len(facts.actions)} actions and {ended}"
         f"{'' if facts.termination in (None, 'none', 'unknown') else f' ({facts.termination})'}.",
-        tuple(Evidence("step", action, step_idx=i) for i in steps[:10]),
+        tuple(Evidence("step", facts_action(facts, i), step_idx=i) for i in steps[:10]),
     )  # fmt: skip
+
+
+def facts_action(facts: TaskFacts, idx: int) -> str:
+    return next((s.action for s in facts.steps if s.idx == idx), "")
 
 
 _PARSE_FAILED = re.compile(
@@ -114,13 +157,6 @@ def invalid_action(facts: TaskFacts) -> Finding | None:
     )  # fmt: skip
 
 
-_GAVE_UP = re.compile(
-    r"^\s*n/?a\b|\bnot found\b|\bno \w+(?: \w+)? (?:found|exists?)\b|\bcannot\b|\bcan't\b|\bcould not\b|"
-    r"\bcouldn't\b|\bunable\b|\bnot able\b|\bnot (?:been )?completed?\b|\bfailed to\b|\binfeasible\b",
-    re.IGNORECASE,
-)
-
-
 def gave_up(facts: TaskFacts) -> Finding | None:
     """The task was achievable (Verified expects SUCCESS) but the agent stopped early (N/A, an early
     stop) or answered that it could not find or do it."""
@@ -128,7 +164,7 @@ def gave_up(facts: TaskFacts) -> Finding | None:
         return None
     if facts.termination in ("na_answer", "early_stop"):
         what = f"stopped early ({facts.termination_detail or facts.termination})"
-    elif facts.answer and _GAVE_UP.search(facts.answer[:300]):
+    elif facts.answer and GAVE_UP.search(facts.answer[:300]):
         what = f"answered {quote(facts.answer)}"
     else:
         return None
@@ -173,6 +209,70 @@ def near_miss_entity(facts: TaskFacts) -> Finding | None:
     return None
 
 
+# A WebArena site's placeholder (core.scoring.offline.urls) -> the site name tasks use.
+_SITE_OF = {
+    "__SHOPPING__": "shopping", "__SHOPPING_ADMIN__": "shopping_admin", "__SHOPPING_ADMIN_HOST__": "shopping_admin",
+    "__GITLAB__": "gitlab", "__REDDIT__": "reddit", "__MAP__": "map", "__WIKIPEDIA__": "wikipedia",
+    "__WIKIPEDIA_HOST__": "wikipedia",
+}  # fmt: skip
+DRIFT_MIN_STEPS = 2  # steps on a site the task does not name before the attempt counts as working there
+
+
+_PUBLIC_HOST = re.compile(r"^(?:[a-z0-9-]+\.)+[a-z]{2,}$")  # a named public host (not an IP, not ecs_ip)
+URL_COVERAGE = 0.5  # share of steps with a recorded page before "never visited" can be told
+
+
+def site_of(url: str) -> str | None:
+    """The WebArena site of a page ('shopping', 'gitlab', ...), 'off-site' for a page of the public web
+    (a named host such as cn.bing.com), None for anything else: a browser page (about:blank,
+    chrome-error) or a site served on an address or port that does not say which site it is."""
+    if not url.startswith(("http://", "https://")):
+        return None
+    canonical = canonical_url(url)
+    for placeholder in sorted(_SITE_OF, key=len, reverse=True):
+        if canonical.startswith(placeholder):
+            return _SITE_OF[placeholder]
+    host = (urlsplit(url).hostname or "").lower()
+    return "off-site" if _PUBLIC_HOST.match(host) and not host.endswith(".amazonaws.com") else None
+
+
+def drifted_off_site(facts: TaskFacts) -> Finding | None:
+    """The attempt never visited a site the task names, or worked (DRIFT_MIN_STEPS steps or its last page)
+    on a site the task does not name."""
+    if not facts.sites or not facts.urls:
+        return None
+    visited = [(site_of(u), u) for u in facts.urls]
+    visited = [(site, u) for site, u in visited if site is not None]
+    if not visited:
+        return None
+    named = set(facts.sites)
+    recorded = sum(1 for s in facts.steps if s.url)
+    # "Never visited" only where the steps record their pages (a run recording one page says nothing).
+    told = recorded >= 3 and recorded >= URL_COVERAGE * len(facts.steps)
+    # Wikipedia is where a task lets the agent look a fact up; answering it from knowledge is no drift.
+    missing = sorted(named - {site for site, _ in visited} - {"wikipedia"}) if told else []
+    elsewhere = Counter(site for site, _ in visited if site not in named)
+    last_site = visited[-1][0]
+    away = sorted(s for s, n in elsewhere.items() if n >= DRIFT_MIN_STEPS or s == last_site)
+    if not missing and not away:
+        return None
+    parts = []
+    if missing:
+        parts.append(f"never visited {', '.join(missing)}")
+    if away:
+        shown = next(u for site, u in reversed(visited) if site in away)
+        pages = elsewhere[away[0]]
+        parts.append(
+            f"worked on {', '.join(away)} ({pages} page{'s' if pages > 1 else ''}, e.g. {quote(shown, 60)})"
+        )
+    steps = [s for s in facts.steps if s.url and site_of(s.url) in away][:10]
+    return Finding(
+        "drifted", "drifted_off_site",
+        f"The task names {', '.join(sorted(named))}; the agent {' and '.join(parts)}.",
+        tuple(Evidence("step", s.url or "", step_idx=s.idx) for s in steps) or (Evidence("response", parts[0]),),
+    )  # fmt: skip
+
+
 def answered_wrong(facts: TaskFacts) -> Finding | None:
     """The agent finished with an answer (or a final state) and the evaluator failed it."""
     if facts.termination not in ("answered", None) and not facts.answer:
@@ -191,8 +291,9 @@ def answered_wrong(facts: TaskFacts) -> Finding | None:
 
 RULES: tuple[Callable[[TaskFacts], Finding | None], ...] = (
     trace_server_errors, response_site_failed, tool_server_errors,
-    offline_evaluators_pass, differs_only_in_format, verified_reference_matches,
-    step_limit, looped, invalid_action, gave_up, near_miss_entity, answered_wrong,
+    offline_evaluators_pass, differs_only_in_format, verified_reference_matches, equivalent_values,
+    verified_url_reached, other_runs_agree,
+    looped, step_limit, invalid_action, gave_up, near_miss_entity, drifted_off_site, answered_wrong,
 )  # fmt: skip
 
 

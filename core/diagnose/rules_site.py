@@ -23,7 +23,7 @@ STEP_SERVER_ERROR = re.compile(
     r"\b(?:HTTP )?5\d\d\b.*(?:server error|bad gateway|unavailable)|\(HTTP 5\d\d\)", re.I
 )
 _STEP_UNREACHABLE = re.compile(
-    r"can.?t be reached|ERR_(?:CONNECTION|NAME_NOT_RESOLVED|TIMED_OUT|ADDRESS)|chromewebdata|"
+    r"can.?t be reached|ERR_(?:CONNECTION|NAME_NOT_RESOLVED|TIMED_OUT|ADDRESS|TUNNEL|PROXY)|chromewebdata|"
     r"status is terminated",
     re.IGNORECASE,
 )

@@ -6,11 +6,17 @@ from __future__ import annotations
 from core.measure.llm.diagnosis import CAUSES
 
 UNDECIDED = "undecided"
+# The rule of last resort: `wrong_answer` found by it says only that the answer differs from the reference.
+FALLBACK_RULE = "answered_wrong"
+# What pages, filters and agreement call a primary cause the fallback found that no reviewer accepted: it
+# is shown apart from the specific causes and kept out of the headline shares (docs/failure-causes.md).
+NO_SPECIFIC = "no_specific_cause"
 
 # The codes a task's primary cause may take, first in precedence first; `undecided` is not a cause.
 PRECEDENCE: tuple[str, ...] = tuple(c for c in CAUSES if c != UNDECIDED)
-# Every code a task's primary cause may take, `undecided` last: the order every page and filter lists them in.
-ORDER: tuple[str, ...] = (*PRECEDENCE, UNDECIDED)
+# Every code a page shows as a task's primary cause, the fallback's and `undecided` last: the order every
+# page and filter lists them in.
+ORDER: tuple[str, ...] = (*PRECEDENCE, NO_SPECIFIC, UNDECIDED)
 
 
 def cause_rank(cause: str) -> int:
@@ -21,8 +27,8 @@ def cause_rank(cause: str) -> int:
 CAUSE_LABEL: dict[str, str] = {
     "environment": "environment broken",
     "evaluator_strict": "evaluator too strict",
-    "step_limit": "hit the step limit",
     "looped": "looped",
+    "step_limit": "hit the step limit",
     "invalid_action": "invalid action",
     "gave_up": "gave up early",
     "wrong_element": "wrong element",
@@ -33,15 +39,17 @@ CAUSE_LABEL: dict[str, str] = {
 CAUSE_NAME: dict[str, str] = {
     "environment": "environment broken",
     "evaluator_strict": "evaluator stricter than the task",
-    "step_limit": "hit the step limit",
     "looped": "looped",
+    "step_limit": "hit the step limit",
     "invalid_action": "invalid action",
     "gave_up": "gave up early",
     "wrong_element": "wrong element",
     "drifted": "drifted from the goal",
     "wrong_answer": "answered wrong",
+    NO_SPECIFIC: "no specific cause found",
     UNDECIDED: "undecided",
 }
+NO_SPECIFIC_SENTENCE = "No specific cause found; the answer differs from the reference."
 # What a failed task without a primary cause shows (its run not diagnosed, or diagnosed before it failed).
 NOT_DIAGNOSED = "not diagnosed"
 

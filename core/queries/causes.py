@@ -15,8 +15,9 @@ from datetime import datetime
 import orjson
 import pandas as pd
 
-from core.diagnose.taxonomy import ORDER, cause_name, cause_rank
-from core.measure.stats import wilson_ci
+from core.diagnose.precision import RULE_PRECISION, RulePrecision
+from core.diagnose.taxonomy import FALLBACK_RULE, NO_SPECIFIC, ORDER, PRECEDENCE, cause_name, cause_rank
+from core.measure.stats import percent, wilson_ci
 from core.queries.runs import verdicts_sql
 from core.store import Store
 
@@ -30,14 +31,17 @@ def diagnose_hint(run: str) -> str:
 
 @dataclass(frozen=True)
 class Evidence:
-    """One thing a cause's sentence cites; `step_idx` links to the Steps tab, `seq` to a network event."""
+    """One thing a cause's sentence cites; `step_idx` links to the Steps tab, `seq` to a network event, a
+    witness's `run` and `task_id` to that run's attempt."""
 
     kind: str
-    """`step`, `event`, `evaluator`, `response`, `metric` or `template`."""
+    """`step`, `event`, `evaluator`, `response`, `metric`, `template` or `witness`."""
     text: str
     step_idx: int | None = None
     seq: int | None = None
     status: int | None = None
+    run: str | None = None
+    task_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,16 @@ class SuggestedCause:
     reasoning: str | None
     diagnosis_version: str
     diagnosed_at: datetime
+
+    @property
+    def is_fallback(self) -> bool:
+        """Found only by the rule of last resort: no specific cause, the answer differs from the reference."""
+        return self.rule == FALLBACK_RULE
+
+    @property
+    def precision(self) -> RulePrecision | None:
+        """How often this rule's suggestion agreed with our labels (None: a model's, or not measured)."""
+        return RULE_PRECISION.get(self.rule or "") if self.source == "rule" else None
 
 
 @dataclass(frozen=True)
@@ -94,7 +108,7 @@ def _evidence(raw: object) -> tuple[Evidence, ...]:
     return tuple(
         Evidence(
             kind=str(e.get("kind") or "step"), text=str(e.get("text") or ""), step_idx=e.get("step_idx"),
-            seq=e.get("seq"), status=e.get("status"),
+            seq=e.get("seq"), status=e.get("status"), run=e.get("run"), task_id=e.get("task_id"),
         )
         for e in items
         if isinstance(e, dict)
@@ -131,11 +145,17 @@ def is_diagnosed(store: Store, run: str) -> bool:
 
 
 def primary_causes_sql(runs: str = "run = $run") -> str:
-    """(run, task_id, cause, by_model) of the primary causes of the runs matching `runs`."""
-    return (
-        "SELECT run, task_id, cause, source = 'model' AS by_model FROM failure_causes"
-        f" WHERE is_primary AND {runs}"
-    )
+    """(run, task_id, cause, by_model) of the primary causes of the runs matching `runs`; a `wrong_answer`
+    found only by the rule of last resort is `no_specific_cause` until a reviewer accepts it."""
+    return f"""
+        SELECT run, task_id,
+               CASE WHEN f.rule = '{FALLBACK_RULE}' AND d.decision IS DISTINCT FROM 'accepted' THEN '{NO_SPECIFIC}'
+                    ELSE f.cause END AS cause,
+               f.source = 'model' AS by_model
+        FROM failure_causes f
+        LEFT JOIN (SELECT run, task_id, arg_max(label, id) AS decision FROM annotations
+                   WHERE target = 'diagnosis' GROUP BY run, task_id) d USING (run, task_id)
+        WHERE f.is_primary AND {runs}"""
 
 
 def cause_options(causes: pd.Series, failed: pd.Series, none: str) -> list[str]:
@@ -183,6 +203,34 @@ def cause_breakdown(store: Store, runs: list[str]) -> pd.DataFrame:
                          "by_model": int(mine["by_model"].sum()), "failed": failed, "share": len(mine) / failed,
                          "ci_low": low, "ci_high": high})  # fmt: skip
     return pd.DataFrame(rows, columns=columns)
+
+
+@dataclass(frozen=True)
+class Explained:
+    """How many of a diagnosed run's failed tasks have a specific suggested cause: the headline share, in
+    which the fallback (no specific cause found, unless a reviewer accepted it) and `undecided` do not count."""
+
+    run: str
+    specific: int
+    failed: int
+    no_specific: int
+
+    def sentence(self) -> str:
+        share = f" ({percent(self.specific / self.failed, 0)})" if self.failed else ""
+        return (
+            f"{self.run}: a specific cause for {self.specific} of {self.failed} failed tasks{share}; "
+            f"{self.no_specific} with no specific cause found (the answer differs from the reference)."
+        )
+
+
+def explained(table: pd.DataFrame) -> list[Explained]:
+    """Per run of a `cause_breakdown` table, the failed tasks with a specific cause (pure)."""
+    out = []
+    for run, part in table.groupby("run", sort=False):
+        specific = int(part.loc[part["cause"].isin(PRECEDENCE), "tasks"].sum())
+        no_specific = int(part.loc[part["cause"] == NO_SPECIFIC, "tasks"].sum())
+        out.append(Explained(str(run), specific, int(part["failed"].iloc[0]), no_specific))
+    return out
 
 
 def undiagnosed_runs(store: Store, runs: list[str]) -> list[str]:

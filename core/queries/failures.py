@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from core.diagnose.taxonomy import NO_SPECIFIC, UNDECIDED
 from core.queries.causes import cause_name, primary_causes_sql
 from core.queries.runs import run_names, verdicts_sql
 from core.store import Store
@@ -118,4 +119,9 @@ def failures_by_cause(store: Store, run: str) -> list[FailureGroup]:
     )
     items = [FailureItem(*row) for row in rows]
     diagnosed = any(item.cause is not None for item in items)
-    return group_failures(items, _diagnosed_cause) if diagnosed else group_failures(items)
+    if not diagnosed:
+        return group_failures(items)
+    # The causes found first, then what names none (no specific cause, undecided), whatever their size.
+    unnamed = {cause_name(NO_SPECIFIC), cause_name(UNDECIDED), cause_name(None)}
+    groups = group_failures(items, _diagnosed_cause)
+    return [g for g in groups if g.cause not in unnamed] + [g for g in groups if g.cause in unnamed]

@@ -53,10 +53,15 @@ def render() -> None:
         st.info("No task has both a suggested cause and a reviewer's cause label yet: accept or reject a "
                 "suggestion on a task's page, or label the task.")  # fmt: skip
         return
-    cols = st.columns(3)
-    cols[0].metric("tasks with both", result.n, help="a suggested primary cause and a reviewer's cause label")
+    cols = st.columns(4)
+    cols[0].metric(
+        "tasks with both", result.n, help="a specific suggested primary cause and a reviewer's cause label"
+    )
     cols[1].metric("Cohen's κ [95 % CI]", kappa_text(result))
-    cols[2].metric("left undecided", result.n_undecided, help="suggestions `undecided`: not counted above")
+    cols[2].metric("no specific cause", result.n_fallback,
+                   help="the rule of last resort (the answer differs from the reference): not counted above; "
+                        f"reviewers labelled {result.n_fallback_right} of them 'answered wrong'")  # fmt: skip
+    cols[3].metric("left undecided", result.n_undecided, help="suggestions `undecided`: not counted above")
     show_table(agreement_rows(result), hide_index=True, width="stretch")
     st.caption("Precision: of the tasks suggested this cause, the share the reviewers labelled so (n = suggested). "
                "Recall: of the tasks the reviewers labelled so, the share suggested it (n = labelled). Wilson 95 % "

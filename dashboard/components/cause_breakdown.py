@@ -26,6 +26,8 @@ def render(runs: list[str], image: str) -> None:
         if not missing:
             st.info("No failed task in these runs.")
         return
+    for line in q.explained(table):
+        st.markdown(f"**{escape_md(line.sentence(), limit=None)}**")
     st.caption("Share of each run's failed and errored tasks whose suggested primary cause is this one, with its "
                "95 % Wilson interval; (model): how many of them a model suggested where no rule decided. "
                "Click a bar to triage those tasks.")  # fmt: skip

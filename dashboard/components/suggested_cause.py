@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.diagnose.taxonomy import CAUSE_LABEL, UNDECIDED
+from core.diagnose.taxonomy import CAUSE_LABEL, NO_SPECIFIC_SENTENCE, UNDECIDED
 from core.queries import causes as q
 from core.review.annotations import decide_cause
 from dashboard import state
@@ -26,6 +26,9 @@ def _evidence(run: str, task_id: int, e: q.Evidence) -> None:
         status = f" · HTTP {e.status}" if e.status is not None else ""
         st.page_link(state.TASK_PAGE, label=f"event #{e.seq}{status}: {text}", icon=":material/lan:",
                      query_params=state.task_params(run, task_id, tab="Network", ev=e.seq))  # fmt: skip
+    elif e.kind == "witness" and e.run and e.task_id is not None:
+        st.page_link(state.TASK_PAGE, label=f"witness: {text}", icon=":material/groups:",
+                     query_params=state.task_params(e.run, e.task_id))  # fmt: skip
     else:
         st.caption(f"{escape_md(e.kind)}: {text}")
 
@@ -63,10 +66,18 @@ def render(run: str, task_id: int, failed: bool) -> None:
             st.caption(escape_md(q.diagnose_hint(run), limit=None))
         return
     p = found.primary
+    accepted = found.decision is not None and found.decision.decision == "accepted"
     with st.container(border=True, key="suggested-cause"):
-        by = "suggested by a model" if p.source == "model" else f"rule {escape_md(p.rule or '?')}"
-        st.markdown(f"**Suggested cause: {escape_md(p.name)}** · {by}")
-        st.markdown(escape_md(p.summary, limit=None))
+        if p.is_fallback and not accepted:
+            # The rule of last resort names no cause: said as such, in grey, never as a finding.
+            st.markdown(f":gray[:material/help: **{NO_SPECIFIC_SENTENCE}**]")
+            st.caption(escape_md(p.summary, limit=None))
+        else:
+            by = "suggested by a model" if p.source == "model" else f"rule {escape_md(p.rule or '?')}"
+            st.markdown(f"**Suggested cause: {escape_md(p.name)}** · {by}")
+            st.markdown(escape_md(p.summary, limit=None))
+        if p.precision is not None:
+            st.caption(f"This rule was {escape_md(p.precision.sentence())} by our reviewers.")
         if p.source == "model" and p.reasoning:
             st.caption(f"The model's reasoning: {escape_md(p.reasoning, limit=None)}")
         for e in p.evidence:

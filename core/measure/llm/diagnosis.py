@@ -18,7 +18,7 @@ from core.paths import PROMPTS_DIR
 
 # The failure taxonomy's codes in their order of precedence, and `undecided`.
 Cause = Literal[
-    "environment", "evaluator_strict", "step_limit", "looped", "invalid_action", "gave_up",
+    "environment", "evaluator_strict", "looped", "step_limit", "invalid_action", "gave_up",
     "wrong_element", "drifted", "wrong_answer", "undecided",
 ]  # fmt: skip
 CAUSES: tuple[str, ...] = get_args(Cause)

@@ -1,0 +1,280 @@
+"""Evaluator defects found with evidence: rules that say the benchmark's check, not the agent, was wrong,
+each citing the value it compared (the check, the reference, what the agent gave, WebArena-Verified's
+value) and, where other runs attempted the task, those runs as witnesses. Pure functions over one task's
+facts (docs/failure-causes.md).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import orjson
+
+from core.diagnose.facts import TaskFacts, WitnessFact
+from core.diagnose.findings import GAVE_UP, Evidence, Finding, failing_sentence, quote
+from core.measure.judge.values import as_date, norm_value, numbers_in, same_value, squash
+from core.scoring.offline.urls import canonical_url
+
+# --- other runs as witnesses ---------------------------------------------------------------------------
+
+
+def same_answer(ours: str, theirs: str | None) -> bool:
+    """Two agents' answers are the same: the same value (the judge's normalisers) or the same words."""
+    if not theirs:
+        return False
+    return bool(same_value(ours, theirs)) or squash(ours) == squash(theirs)
+
+
+# An answer two agents give alike by chance: one small number, yes or no.
+_COMMONPLACE = re.compile(r"^\s*(?:\d|yes|no|true|false|none)\s*\.?\s*$", re.IGNORECASE)
+
+
+def _real_answer(answer: str | None) -> bool:
+    """An answer that states something (not N/A, not a report of failure, not a long narration)."""
+    return bool(answer and norm_value(answer)) and not GAVE_UP.search(answer[:300]) and len(answer) <= 300
+
+
+def _telling_answer(answer: str | None) -> bool:
+    """An answer whose agreement between two agents says something: stated, and not a commonplace."""
+    return _real_answer(answer) and not _COMMONPLACE.match(answer or "")
+
+
+def witnesses(facts: TaskFacts) -> tuple[list[WitnessFact], list[WitnessFact]]:
+    """Other agents' runs of this task: those that gave the same answer and failed too (evidence against
+    the reference), and those that passed with another answer (evidence against the agent)."""
+    if not _telling_answer(facts.answer):
+        return [], []
+    others = [w for w in facts.witnesses if w.agent is None or w.agent != facts.agent]
+    agree = [w for w in others if w.status != "success" and same_answer(facts.answer or "", w.answer)]
+    against = [w for w in others if w.status == "success" and not same_answer(facts.answer or "", w.answer)]
+    return agree, against
+
+
+def witness_evidence(
+    facts: TaskFacts, agree: list[WitnessFact], against: list[WitnessFact]
+) -> list[Evidence]:
+    def one(w: WitnessFact, supports: bool) -> Evidence:
+        verdict = "passed" if w.status == "success" else "failed"
+        text = f"run {w.run} {verdict} task {facts.task_id} answering {quote(w.answer, 80)}"
+        return Evidence("witness", text, run=w.run, task_id=facts.task_id, supports=supports)
+
+    return [one(w, True) for w in agree] + [one(w, False) for w in against]
+
+
+def _check_evidence(
+    facts: TaskFacts, check: str, reference: str, actual: str, verified: str | None
+) -> Evidence:
+    failing = failing_sentence(facts)
+    return Evidence(
+        "evaluator", failing.text, seq=failing.seq, check=check, reference=reference, actual=actual,
+        verified=verified,
+    )  # fmt: skip
+
+
+def _reference_text(facts: TaskFacts) -> str:
+    ref = facts.original_reference
+    parts = [*(ref.get("must_include") or []), ref.get("exact_match"), ref.get("reference_url")]
+    fuzzy = ref.get("fuzzy_match")
+    if isinstance(fuzzy, list):
+        parts += [str(f) for f in fuzzy]
+    return "; ".join(str(p) for p in parts if p) or "(the run's own reference)"
+
+
+def _verified_text(facts: TaskFacts) -> str | None:
+    if facts.verified_data is not None:
+        return _compact(facts.verified_data)
+    for evaluator in facts.verified_evaluators:
+        expected = evaluator.get("expected") or {}
+        if evaluator.get("evaluator") == "NetworkEventEvaluator" and expected.get("url"):
+            query = expected.get("query_params") or {}
+            return expected["url"] + ("?" + _compact(query) if query else "")
+    return None
+
+
+def _compact(value: Any) -> str:
+    return orjson.dumps(value).decode()[:300]
+
+
+def other_runs_agree(facts: TaskFacts) -> Finding | None:
+    """At least one other agent's run gave the same answer and failed too, and no run passed the task with
+    another answer: two agents agreeing against the reference is evidence against the reference."""
+    agree, against = witnesses(facts)
+    if not agree or against or not any(ev.status == "failure" for ev in facts.evaluators):
+        return None
+    runs = ", ".join(w.run for w in agree)
+    check = next((ev.evaluator for ev in facts.evaluators if ev.status == "failure"), "evaluator")
+    return Finding(
+        "evaluator_strict", "other_runs_agree",
+        f"The answer {quote(facts.answer, 50)} is also what {runs} answered for this task, and both were "
+        "failed; no run passed it with another answer.",
+        (
+            _check_evidence(facts, check, _reference_text(facts), facts.answer or "", _verified_text(facts)),
+            *witness_evidence(facts, agree, against),
+        ),
+    )  # fmt: skip
+
+
+# --- values the check refused although they are the same ----------------------------------------------
+
+_UNITS = frozenset(
+    {
+        "usd",
+        "dollar",
+        "dollars",
+        "km",
+        "m",
+        "mi",
+        "miles",
+        "kg",
+        "lb",
+        "lbs",
+        "min",
+        "mins",
+        "minutes",
+        "h",
+        "hours",
+        "percent",
+        "reviews",
+        "items",
+        "orders",
+    }
+)
+
+
+def _rounds_to(wanted: float, answer: str) -> bool:
+    """A number of the answer equals `wanted` rounded to the answer's own precision (359.55 ~ 359.546)."""
+    for match in re.finditer(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?", answer):
+        text = match.group(0).replace(",", "")
+        decimals = len(text.split(".")[1]) if "." in text else 0
+        if abs(float(text) - round(wanted, decimals)) < 10 ** -(decimals + 3):
+            return True
+    return False
+
+
+def _url_key(url: str) -> tuple[str, dict[str, list[str]]]:
+    """A URL as a reader compares it: the site placeholder form, case and `%20`/spaces and a trailing slash
+    set aside, the query as a dict."""
+    parts = urlsplit(canonical_url(unquote(url).strip()))
+    path = (parts.scheme + parts.netloc + parts.path).lower().rstrip("/ ")
+    query = {k.lower(): [v.strip().lower() for v in vs] for k, vs in parse_qs(parts.query).items()}
+    return path, query
+
+
+def equivalent(value: str, answer: str) -> bool:
+    """`value` (a reference string) is in the answer once format is set aside: the same number rounded to
+    the answer's precision or written with separators or a unit, the same date, the same URL but for case,
+    spaces or `%20`, or the same words."""
+    value = value.strip()
+    if not value:
+        return False
+    if value.lower().startswith(("http://", "https://", "__")):
+        key = _url_key(value)
+        return any(_url_key(token) == key for token in re.findall(r"(?:https?://|__)\S+", answer))
+    wanted_numbers = numbers_in(value)
+    words = squash(re.sub(r"[-+]?[\d,]*\.?\d+", " ", value)).split()
+    if wanted_numbers and all(w in _UNITS for w in words):
+        return all(_rounds_to(n, answer) for n in wanted_numbers)  # a number with at most a unit
+    wanted_date = as_date(value)
+    if wanted_date is not None:
+        return wanted_date in {as_date(m) for m in re.findall(r"[\w/.,-]+(?: \d{1,2},? \d{4})?", answer)}
+    folded = squash(value)
+    return bool(folded) and re.search(rf"\b{re.escape(folded)}\b", squash(answer)) is not None
+
+
+def equivalent_values(facts: TaskFacts) -> Finding | None:
+    """A string_match failed although every value it wanted is in the answer once format is set aside
+    (rounding to the answer's precision, separators, units, dates, URL case and `%20`, the value wrapped in
+    a phrase or command such as `git clone <url>`)."""
+    failed = [ev for ev in facts.evaluators if ev.evaluator == "string_match" and ev.status == "failure"]
+    ref = facts.original_reference
+    wanted = [*ref.get("must_include", []), *([ref["exact_match"]] if ref.get("exact_match") else [])]
+    wanted = [w for w in wanted if isinstance(w, str) and w.strip()]
+    if not failed or not wanted or not facts.answer or not _real_answer(facts.answer):
+        return None
+    if ref.get("exact_match") and len(facts.answer) > 4 * len(ref["exact_match"]) + 40:
+        return None  # an exact match wanted one value; a long answer holding it among others is not it
+    if not all(equivalent(w, facts.answer) for w in wanted):
+        return None
+    return Finding(
+        "evaluator_strict", "equivalent_values",
+        f"The answer {quote(facts.answer, 50)} gives every value the check wanted "
+        f"({', '.join(quote(w, 30) for w in wanted[:4])}) in another format.",
+        (_check_evidence(facts, "string_match", "; ".join(wanted), facts.answer, _verified_text(facts)),),
+    )  # fmt: skip
+
+
+# --- a reference WebArena-Verified changed, which the agent's last page satisfies ----------------------
+
+
+def _verified_urls(facts: TaskFacts) -> list[tuple[str, dict[str, list[str]]]]:
+    """WebArena-Verified's page checks: the URL and query values of each network check that reads no
+    posted data (a check of a form's submission cannot be told from the last page)."""
+    out = []
+    for evaluator in facts.verified_evaluators:
+        expected = evaluator.get("expected") or {}
+        if (
+            evaluator.get("evaluator") == "NetworkEventEvaluator"
+            and isinstance(expected.get("url"), str)
+            and not expected.get("post_data")
+        ):
+            query = {
+                k.lower(): [str(v).lower() for v in vs]
+                for k, vs in (expected.get("query_params") or {}).items()
+            }
+            out.append((expected["url"], query))
+    return out
+
+
+def _query_satisfies(have: dict[str, list[str]], want: dict[str, list[str]]) -> bool:
+    for key, values in want.items():
+        got = have.get(key, [])
+        for value in values:
+            if not any(g == value or (as_date(g) is not None and as_date(g) == as_date(value)) for g in got):
+                return False
+    return True
+
+
+def _original_check(facts: TaskFacts, evaluator: str) -> str:
+    original = facts.original_reference.get("reference_url")
+    if evaluator == "url_match" and original:
+        return original
+    return f"the original {evaluator} check ({_reference_text(facts)})"
+
+
+def verified_url_reached(facts: TaskFacts) -> Finding | None:
+    """The run was scored with the original reference and failed on its page check (`url_match`, or
+    `program_html` reading the page's content); WebArena-Verified checks that task with a page check of
+    its own, not the original's, and the page the agent ended on satisfies it (its path, and every query
+    value it requires)."""
+    failed = next(
+        (
+            ev.evaluator
+            for ev in facts.evaluators
+            if ev.evaluator in ("url_match", "program_html") and ev.status == "failure"
+        ),
+        None,
+    )
+    if facts.verdict_source == "webarena-verified" or failed is None or not facts.final_url:
+        return None
+    if any(
+        ev.status == "failure" and ev.evaluator not in ("url_match", "program_html")
+        for ev in facts.evaluators
+    ):
+        return None  # another check failed too: the page alone does not settle it
+    original = facts.original_reference.get("reference_url") or ""
+    final_path, final_query = _url_key(facts.final_url)
+    for url, query in _verified_urls(facts):
+        verified_path, _ = _url_key(url)
+        same_as_original = failed == "url_match" and _url_key(original.split(" |OR| ")[0]) == _url_key(url)
+        if same_as_original or final_path != verified_path or not _query_satisfies(final_query, query):
+            continue
+        reference = _original_check(facts, failed)
+        return Finding(
+            "evaluator_strict", "verified_url_reached",
+            f"The agent ended on {quote(facts.final_url, 80)}, the page WebArena-Verified's check expects "
+            f"({quote(url, 60)}); the run was scored with {quote(reference, 80)}.",
+            (_check_evidence(facts, failed, reference, facts.final_url, url),),
+        )  # fmt: skip
+    return None
