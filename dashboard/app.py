@@ -31,6 +31,7 @@ pages = {
         st.Page(VIEWS / "task.py", title="Task review", icon=":material/search:", url_path="task"),
         st.Page(VIEWS / "judge.py", title="Labels & judge", icon=":material/rule:", url_path="judge"),
         st.Page(VIEWS / "search.py", title="Search", icon=":material/manage_search:", url_path="search"),
+        st.Page(VIEWS / "defects.py", title="Evaluator defects", icon=":material/gavel:", url_path="defects"),
     ],
     "Present": [
         st.Page(

@@ -22,6 +22,7 @@ import plotly.io as pio
 from core.measure.metrics_run import NULL_REASONS
 from core.measure.stats import estimate_text, rate_text
 from core.queries import breakdowns, causes, compare, metrics_view
+from core.queries.defect_rate import WITH_DEFECTS
 from core.queries.runs import MULTI_SITE_RULE, runs_table
 from core.store import Store
 from core.values import is_missing
@@ -105,6 +106,15 @@ def _causes(store: Store, runs: list[str], first: list[bool]) -> str:
     )
 
 
+def _defects_sentence(cmp: compare.Comparison) -> str:
+    """' With confirmed defects counted as passes, over the same paired tasks: A …; B ….' or ''."""
+    moved = [f"{side} {_e(run)} {_e(cmp.with_defects[run].text())}" for side, run in (("A", cmp.a), ("B", cmp.b))
+             if run in cmp.with_defects and cmp.with_defects[run].moved]  # fmt: skip
+    return (
+        f" {_e(WITH_DEFECTS.capitalize())}, over the same paired tasks: {'; '.join(moved)}." if moved else ""
+    )
+
+
 def _section(title: str, body: str) -> str:
     return f"<h2>{_e(title)}</h2>\n{body}"
 
@@ -119,12 +129,18 @@ def build(store: Store, runs: Sequence[str], *, database_name: str = "") -> str:
         success=[
             _rate(*r) for r in info[["success_rate", "ci_low", "ci_high", "scored"]].itertuples(index=False)
         ]
-    )
-    parts.append(_section("Runs", table_html(summary[["run", "agent", "model", "paradigm", "source", "success",
+    ).rename(columns={"with_defects": WITH_DEFECTS})
+    # Beside the official rate, never instead of it, and only when a reviewer confirmed an evaluator defect.
+    defects = [WITH_DEFECTS] if (info["defects_moved"] > 0).any() else []
+    parts.append(_section("Runs", table_html(summary[["run", "agent", "model", "paradigm", "source", "success", *defects,
                                                       "tasks", "scored", "failures", "errors", "import_problems"]])
                           + '<p class="caveat">Success rate = successes / scored tasks (success, failure, error) with '
                           "its 95 % Wilson interval. Unscored tasks are left out of the rate and counted apart "
-                          "(<em>tasks − scored</em>); an error counts as not passed.</p>"))  # fmt: skip
+                          "(<em>tasks − scored</em>); an error counts as not passed."
+                          + (f" <em>{_e(WITH_DEFECTS)}</em>: the same scored tasks with the failed ones whose evaluator "
+                             "defect a reviewer confirmed (accepted as <em>evaluator too strict</em>) counted as passes, "
+                             "and how many tasks that moves; the official rate is unchanged." if defects else "")
+                          + "</p>"))  # fmt: skip
 
     table = breakdowns.breakdowns(store, runs)
     first = [True]
@@ -136,8 +152,9 @@ def build(store: Store, runs: Sequence[str], *, database_name: str = "") -> str:
         if part["scored"].sum() > 0:
             body += _chart(part, first)
         shown = part.assign(success=[_rate(*r) for r in part[["success_rate", "ci_low", "ci_high", "scored"]].itertuples(index=False)])  # fmt: skip
-        body += table_html(shown[["run", "value", "success", "scored", "successes", "failures", "errors", "unscored"]]
-                           .rename(columns={"value": dimension}))  # fmt: skip
+        defects = ["with_defects"] if part["defects_moved"].any() else []
+        body += table_html(shown[["run", "value", "success", *defects, "scored", "successes", "failures", "errors", "unscored"]]
+                           .rename(columns={"value": dimension, "with_defects": WITH_DEFECTS}))  # fmt: skip
         parts.append(_section(f"Success by {dimension}", body))
     parts.append(_section("Failures by suggested cause", _causes(store, runs, first)))
 
@@ -155,7 +172,7 @@ def build(store: Store, runs: Sequence[str], *, database_name: str = "") -> str:
         body = (f"<p>A = <b>{_e(cmp.a)}</b>, B = <b>{_e(cmp.b)}</b> (the latest run and the latest earlier one "
                 f"that scored tasks in common with it), paired over {s['n']} tasks both scored "
                 f"({_e(', '.join(f'{k} {v}' for k, v in cmp.unpaired.items()))}). B − A = {diff} "
-                f"(paired bootstrap 95 % CI); McNemar exact p = {cmp.mcnemar_p:.3g}.</p>"
+                f"(paired bootstrap 95 % CI); McNemar exact p = {cmp.mcnemar_p:.3g}.{_defects_sentence(cmp)}</p>"
                 + table_html(two) + "<h3>Per site (B − A, paired bootstrap 95 % CI)</h3>" + table_html(cmp.per_site))  # fmt: skip
         by_cause = causes.compare_causes(store, *pair)
         if by_cause.diagnosed_a or by_cause.diagnosed_b:

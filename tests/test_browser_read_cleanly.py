@@ -44,6 +44,8 @@ PAGES = [
     "/triage?run=webarena-render-babelcloud",
     "/triage?run=wav-navigation",
     "/judge",
+    "/defects?run=opagent",
+    "/defects?run=webarena-render-babelcloud",
     "/breakdowns",
     "/breakdowns?dim=task+type",
     "/breakdowns?dim=hard+subset",

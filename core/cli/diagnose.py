@@ -33,10 +33,18 @@ def _print_agreement(result, what: str, fmt: str) -> None:
     if result.kappa is not None and result.n < MIN_N_BOOTSTRAP:
         kappa_ci += f" ({TOO_FEW})"
     ui.console.print(
-        f"agreement with {what}: n={result.n} tasks ({result.n_undecided} undecided suggestions counted apart);"
-        f" accuracy {_figure(result.accuracy)}; Cohen's kappa {kappa_ci}",
+        f"agreement with {what}: n={result.n} tasks with a specific cause ({result.n_undecided} undecided and"
+        f" {result.n_fallback} 'no specific cause found' suggestions counted apart); accuracy"
+        f" {_figure(result.accuracy)}; Cohen's kappa {kappa_ci}",
         markup=False,
     )
+    if result.n_fallback:
+        ui.console.print(
+            f"no specific cause found (the answer differs from the reference): {result.n_fallback} tasks, labelled"
+            f" answered wrong on {result.n_fallback_right}; counting it as answered wrong, n={result.n + result.n_fallback}:"
+            f" accuracy {_figure(result.accuracy_all)}; Cohen's kappa {_figure(result.kappa_all, result.kappa_all_ci)}",
+            markup=False,
+        )
     rows = [
         (s.cause, s.n_suggested, s.n_labelled, s.n_agreed, _figure(s.precision, s.precision_ci),
          _figure(s.recall, s.recall_ci))
@@ -66,12 +74,24 @@ def diagnose_cmd(
     split: Annotated[
         str | None, typer.Option("--split", help="Only the labels of this split: tune, holdout.")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    fmt: Annotated[
+        str, typer.Option("--format", help="table or json (--defects: table, csv or md).")
+    ] = "table",
+    defects: Annotated[
+        bool, typer.Option("--defects", help="List the run's suspected evaluator defects (stored causes).")
+    ] = False,
 ) -> None:
     """Suggest the cause of every failed task of a run (rules first, a model for the rest), or report how
-    far the suggestions agree with reviewer labels (--agreement)."""
+    far the suggestions agree with reviewer labels (--agreement), or list a run's suspected evaluator
+    defects for the benchmark's maintainers (--defects)."""
     from core.errors import InputError
 
+    if defects:
+        from core.cli.defects import print_defects
+
+        given = [("--agreement", agreement), ("--labels", labels), ("--split", split)]
+        print_defects(ctx, run, fmt, other_options=[name for name, value in given if value])
+        return
     if fmt not in _FORMATS:
         raise InputError("--format", f"must be one of {', '.join(_FORMATS)}")
     if not agreement and run is None:

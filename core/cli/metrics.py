@@ -101,6 +101,22 @@ def _cell(value):
     return f"{value:.3f}" if isinstance(value, float) else value
 
 
+def _emit_defect_rates(table, runs: list[str], fmt: str) -> None:
+    """Each run's official success rate and, beside it, the rate with its confirmed evaluator defects
+    counted as passes (core.queries.defect_rate); one line, or nothing in csv/json, when none is confirmed."""
+    from core.queries.defect_rate import WITH_DEFECTS
+
+    table = table[table["run"].isin(runs) & (table["defects_moved"] > 0)]
+    if table.empty:
+        if fmt == "table":
+            ui.console.print("no confirmed evaluator defects in these runs", markup=False)
+        return
+    shown = table.assign(
+        official=[f"{s}/{n}" for s, n in zip(table["successes"], table["scored"], strict=True)]
+    )[["run", "official", "success_rate", "with_defects_rate", "defects_moved", "with_defects"]]
+    _emit(f"Success rate {WITH_DEFECTS} (beside the official rate, over the same scored tasks)", shown, fmt)
+
+
 def report_cmd(
     ctx: typer.Context,
     runs: Annotated[
@@ -124,6 +140,7 @@ def report_cmd(
     from core.measure.metrics import PRESETS
     from core.queries import paper_tables as pt
     from core.queries.compare import report_runs
+    from core.queries.runs import runs_table
     from core.store import require_gold_set, require_runs
 
     if fmt not in _FORMATS:
@@ -155,6 +172,7 @@ def report_cmd(
             pt.success_by_domain(store, runs),
             fmt,
         )
+        _emit_defect_rates(runs_table(store), runs, fmt)
         if gold is None:
             ui.console.print("no metrics computed for these runs yet: run `trajreview metrics` first")
             return

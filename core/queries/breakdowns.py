@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from core.queries.annotations import split_labels, task_labels_sql
+from core.queries.defect_rate import FAILED, confirmed_defects_sql, with_defect_columns
 from core.queries.runs import verdicts_sql, with_rate
 from core.queries.triage import HARD, NONE
 from core.store import Store
@@ -32,20 +33,24 @@ DIMENSIONS = {
 
 
 def task_verdicts(store: Store, runs: Sequence[str]) -> pd.DataFrame:
-    """One row per task of each run: run, task_id, verdict and the columns every breakdown groups by."""
+    """One row per task of each run: run, task_id, verdict, the columns every breakdown groups by, and
+    `defect` (a reviewer confirmed the task's evaluator defect: core.queries.defect_rate)."""
     df = store.query_df(
         f"""
         WITH v AS ({verdicts_sql(one_run=False)}),
-        labels AS ({task_labels_sql("list_contains($runs, run)")})
+        labels AS ({task_labels_sql("list_contains($runs, run)")}),
+        confirmed AS ({confirmed_defects_sql("list_contains($runs, run)")})
         SELECT v.run, v.task_id, v.verdict, coalesce(k.site_key, '{NONE}') AS site,
                coalesce(k.task_type, '{NONE}') AS task_type,
                CASE WHEN k.in_hard_subset THEN '{HARD[0]}' WHEN NOT k.in_hard_subset THEN '{HARD[1]}'
                     ELSE '{NONE}' END AS hard,
-               coalesce(nullif(t.termination, 'none'), '{NONE}') AS termination, coalesce(l.label, '{NONE}') AS label
+               coalesce(nullif(t.termination, 'none'), '{NONE}') AS termination, coalesce(l.label, '{NONE}') AS label,
+               c.task_id IS NOT NULL AS defect
         FROM v
         LEFT JOIN tasks k ON k.task_id = v.task_id
         LEFT JOIN trajectories t ON t.run = v.run AND t.task_id = v.task_id AND t.is_answer
         LEFT JOIN labels l ON l.run = v.run AND l.task_id = v.task_id
+        LEFT JOIN confirmed c ON c.run = v.run AND c.task_id = v.task_id
         WHERE list_contains($runs, v.run)
         ORDER BY v.run, v.task_id
         """,
@@ -56,7 +61,9 @@ def task_verdicts(store: Store, runs: Sequence[str]) -> pd.DataFrame:
 
 def rates(frame: pd.DataFrame, by: str) -> pd.DataFrame:
     """Per run and value of column `by`: scored, successes, failures, errors, unscored, success_rate and
-    its Wilson 95 % CI (pure: the page, the HTML report and the tests aggregate the same way)."""
+    its Wilson 95 % CI, and beside it `defects_moved`, `with_defects_rate`, `with_defects` (the failed
+    tasks with a confirmed evaluator defect counted as passes, core.queries.defect_rate; a frame without
+    a `defect` column moves none). Pure: the page, the HTML report and the tests aggregate the same way."""
     verdict = frame["verdict"]
     counted = frame.assign(
         scored=verdict.isin(("success", "failure", "error")).astype(int),
@@ -64,10 +71,11 @@ def rates(frame: pd.DataFrame, by: str) -> pd.DataFrame:
         failures=(verdict == "failure").astype(int),
         errors=(verdict == "error").astype(int),
         unscored=(verdict == "unscored").astype(int),
+        defects_moved=(verdict.isin(FAILED) & frame.get("defect", False)).astype(int),
     )
-    cols = ["scored", "successes", "failures", "errors", "unscored"]
+    cols = ["scored", "successes", "failures", "errors", "unscored", "defects_moved"]
     grouped = counted.groupby(["run", by], sort=True)[cols].sum().reset_index().rename(columns={by: "value"})
-    grouped = with_rate(grouped, "successes", "scored")
+    grouped = with_defect_columns(with_rate(grouped, "successes", "scored"))
     return grouped.sort_values(["run", "scored", "value"], ascending=[True, False, True]).reset_index(
         drop=True
     )
@@ -89,7 +97,8 @@ def breakdowns(store: Store, runs: Sequence[str]) -> pd.DataFrame:
         part = rates(data, column).assign(dimension=dimension, triage_param=param)
         parts.append(part)
     columns = ["run", "dimension", "value", "triage_param", "scored", "successes", "failures", "errors",
-               "unscored", "success_rate", "ci_low", "ci_high"]  # fmt: skip
+               "unscored", "success_rate", "ci_low", "ci_high", "defects_moved", "with_defects_rate",
+               "with_defects"]  # fmt: skip
     if not parts or frame.empty:
         return pd.DataFrame(columns=columns)
     table = pd.concat(parts, ignore_index=True)[columns]

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from core.measure.stats import wilson_ci
+from core.queries.defect_rate import confirmed_defects_sql, with_defect_columns
 from core.store import Store
 
 # The official per-site rule, stated wherever a per-site figure is shown.
@@ -65,18 +66,22 @@ def with_rate(df: pd.DataFrame, successes: str, n: str) -> pd.DataFrame:
 
 def runs_table(store: Store) -> pd.DataFrame:
     """One row per run: what it is, how many tasks, success rate with its 95 % CI over the scored tasks,
-    failures, errors, import problems and which metrics exist."""
+    failures, errors, import problems and which metrics exist; `defects_moved` failed or errored tasks
+    whose evaluator defect a reviewer confirmed, and the rate with them counted as passes
+    (`with_defects_rate`, `with_defects`: core.queries.defect_rate, empty when none moves)."""
     df = store.query_df(
         f"""
         WITH verdicts AS ({verdicts_sql(one_run=False)}),
+        confirmed AS ({confirmed_defects_sql("TRUE")}),
         counts AS (
-            SELECT run, count(*) AS tasks,
+            SELECT v.run, count(*) AS tasks,
                    count(*) FILTER (WHERE verdict IN ('success', 'failure', 'error')) AS scored,
                    count(*) FILTER (WHERE verdict = 'success') AS successes,
                    count(*) FILTER (WHERE verdict = 'failure') AS failures,
                    count(*) FILTER (WHERE verdict = 'error') AS errors,
+                   count(*) FILTER (WHERE verdict IN ('failure', 'error') AND c.task_id IS NOT NULL) AS defects_moved,
                    string_agg(DISTINCT verdict_source, ', ' ORDER BY verdict_source) AS verdict_sources
-            FROM verdicts GROUP BY run
+            FROM verdicts v LEFT JOIN confirmed c ON c.run = v.run AND c.task_id = v.task_id GROUP BY v.run
         ),
         problems AS (SELECT run, count(*) AS import_problems FROM import_problems GROUP BY run),
         metric_sets AS (
@@ -87,7 +92,8 @@ def runs_table(store: Store) -> pd.DataFrame:
         SELECT r.name AS run, r.agent, r.model, r.paradigm, r.source_format AS source,
                coalesce(c.tasks, 0) AS tasks, coalesce(c.scored, 0) AS scored,
                coalesce(c.successes, 0) AS successes, coalesce(c.failures, 0) AS failures,
-               coalesce(c.errors, 0) AS errors, coalesce(p.import_problems, 0) AS import_problems,
+               coalesce(c.errors, 0) AS errors, coalesce(c.defects_moved, 0) AS defects_moved,
+               coalesce(p.import_problems, 0) AS import_problems,
                c.verdict_sources, m.metrics, r.imported_at
         FROM runs r
         LEFT JOIN counts c ON c.run = r.name
@@ -96,7 +102,7 @@ def runs_table(store: Store) -> pd.DataFrame:
         ORDER BY r.imported_at DESC, r.name
         """
     )
-    return with_rate(df, "successes", "scored")
+    return with_defect_columns(with_rate(df, "successes", "scored"))
 
 
 def success_by_site(store: Store, run: str) -> pd.DataFrame:

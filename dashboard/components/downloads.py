@@ -16,10 +16,16 @@ def xlsx_bytes(df: pd.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
-def table_downloads(where, df: pd.DataFrame, name: str) -> None:
-    """A CSV and an xlsx button for `df`; `name` becomes the file name (made filesystem-safe)."""
+def table_downloads(where, df: pd.DataFrame, name: str, *, markdown: str | None = None) -> None:
+    """A CSV and an xlsx button for `df`, and a Markdown button for `markdown` when given (text built by
+    core, e.g. core.queries.defects.defects_markdown); `name` becomes the file name (made filesystem-safe)."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "table"
-    left, right = where.columns(2)
+    if markdown is not None:
+        left, right, md = where.columns(3)
+        md.download_button("Markdown", markdown.encode(), f"{stem}.md", "text/markdown",
+                           key=f"md-{stem}", icon=":material/download:", on_click="ignore")  # fmt: skip
+    else:
+        left, right = where.columns(2)
     left.download_button("CSV", df.to_csv(index=False).encode(), f"{stem}.csv", "text/csv",
                          key=f"csv-{stem}", icon=":material/download:", on_click="ignore")  # fmt: skip
     right.download_button(

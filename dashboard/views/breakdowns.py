@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.queries import breakdowns as q
 from core.queries import runs as rq
+from core.queries.defect_rate import WITH_DEFECTS
 from dashboard import state
 from dashboard.charts import export_config, rate_bars
 from dashboard.components import cause_breakdown
@@ -53,13 +54,19 @@ for dimension, tab in zip(dimensions, state.url_tabs(dimensions, "dim"), strict=
         if points:
             run, value = points[0]["customdata"]
             state.go(state.TRIAGE_PAGE, {"run": run, q.DIMENSIONS[dimension][1]: value})
+        # Beside the official rate, only where a reviewer confirmed an evaluator defect (core.queries.defect_rate).
+        defects = ["with_defects", "defects_moved"] if part["defects_moved"].any() else []
         shown = with_rate_text(part, "success", "success_rate", "scored")[
-            ["run", "value", "success", "scored", "successes", "failures", "errors", "unscored",
+            ["run", "value", "success", *defects, "scored", "successes", "failures", "errors", "unscored",
              "success_rate", "ci_low", "ci_high"]
         ].rename(columns={"value": dimension})  # fmt: skip
         show_table(
             shown,
             hide_index=True,
-            column_config=rate_columns("success", "success rate [95 % CI]", "success_rate", "rate"),
-        )
+            column_config={
+                "with_defects": st.column_config.TextColumn(WITH_DEFECTS, help="failed tasks with a confirmed evaluator defect counted as passes"),
+                "defects_moved": st.column_config.NumberColumn("moved", help="failed tasks a confirmed evaluator defect moves"),
+                **rate_columns("success", "success rate [95 % CI]", "success_rate", "rate"),
+            },
+        )  # fmt: skip
         table_downloads(st, shown.drop(columns=["success"]), f"success-by-{dimension}")
