@@ -38,7 +38,7 @@ def success_by_site(per_site: pd.DataFrame, title: str | None = None) -> go.Figu
     )  # fmt: skip
     fig.update_layout(
         title=html.escape(title) if title else None, height=max(160, 60 + 30 * len(df)), margin={"l": 10, "r": 60, "t": 40 if title else 10, "b": 10},
-        xaxis={"title": "success rate (%) with 95 % CI", "range": [0, 100]}, yaxis={"type": "category"},
+        xaxis={"title": "success rate (%) with 95 % CI", **RATE_AXIS}, yaxis={"type": "category"},
         showlegend=False,
     )  # fmt: skip
     return fig
@@ -120,6 +120,13 @@ def export_config(image_format: str = "png", filename: str = "chart") -> dict:
 # A label inside a bar sits at the bar's start; it needs this much of the axis (in %) left of the whisker's
 # lower end (about 110 px of a 450 px plot: "100.0 % · 812/812"), else it goes past the whisker's upper end.
 INSIDE_ROOM = 25.0
+# A label beside its bar starts this much of the axis (in %) past the whisker's upper end.
+BESIDE_GAP = 1.5
+# The rate axis of bars labelled by `bar_labels`: it reaches just past 100 so that a label beside a bar whose
+# whisker ends at 100 % starts inside it (plotly hides a text point outside the axis range, even with
+# cliponaxis off, which only lets drawn text overflow: the 1/1 bars had no label); the text runs into the
+# right margin. Ticks stop at 100.
+RATE_AXIS = {"range": [0, 100 + 2 * BESIDE_GAP], "tickvals": [0, 20, 40, 60, 80, 100]}
 
 
 def bar_labels(rate: pd.Series, low: pd.Series, high: pd.Series) -> list[float | None]:
@@ -127,7 +134,7 @@ def bar_labels(rate: pd.Series, low: pd.Series, high: pd.Series) -> list[float |
     start, where the CI whisker leaves it room; else just past the whisker's upper end (or the bar's end,
     whichever is further), so the whisker never crosses the text."""
     return [
-        None if not is_missing(lo) and lo >= INSIDE_ROOM else max(r, r if is_missing(hi) else hi) + 1.5
+        None if not is_missing(lo) and lo >= INSIDE_ROOM else max(r, r if is_missing(hi) else hi) + BESIDE_GAP
         for r, lo, hi in zip(rate, low, high, strict=True)
     ]
 
@@ -195,7 +202,7 @@ def rate_bars(table: pd.DataFrame, title: str | None = None) -> go.Figure:
     fig.update_layout(
         title=title, barmode="group", scattermode="group", height=min(max(height, 200), 2400),
         margin={"l": 10, "r": 120, "t": 40 if title else 10, "b": 10},
-        xaxis={"title": "success rate (%) with 95 % CI", "range": [0, 100]},
+        xaxis={"title": "success rate (%) with 95 % CI", **RATE_AXIS},
         yaxis={"type": "category", "categoryorder": "array",
                "categoryarray": [html.escape(str(v)) for v in values[::-1]]},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "traceorder": "normal"},
@@ -213,7 +220,7 @@ def cause_bars(table: pd.DataFrame) -> go.Figure:
     names = list(dict.fromkeys(n for _, n in sorted(zip(table["cause"].map(lambda c: rank.get(c, len(rank))),
                                                         table["name"], strict=True))))  # fmt: skip
     fig.update_layout(
-        xaxis={"title": "share of the run's failed tasks (%) with 95 % CI", "range": [0, 100]},
+        xaxis={"title": "share of the run's failed tasks (%) with 95 % CI", **RATE_AXIS},
         yaxis={"categoryarray": [html.escape(str(n)) for n in names[::-1]]},
     )
     return fig

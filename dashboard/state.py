@@ -21,6 +21,7 @@ TRIAGE_PAGE = "views/triage.py"
 TASK_PAGE = "views/task.py"
 COMPARE_PAGE = "views/compare.py"
 SEARCH_PAGE = "views/search.py"
+DEFECTS_PAGE = "views/defects.py"
 
 # Triage filters travel with the task page so previous/next follow the reviewer's list.
 TRIAGE_KEYS = ("site", "verdict", "evaluator", "termination", "gold", "label", "q", "sort", "type", "hard",
@@ -64,6 +65,32 @@ def go(page: str, params: Mapping[str, Any]) -> None:
     clean = {k: ([str(x) for x in v] if isinstance(v, (list, tuple)) else str(v)) for k, v in params.items()
              if v not in (None, "", [], ())}  # fmt: skip
     st.switch_page(page, query_params=clean)
+
+
+# -- links to the page they are on ----------------------------------------------------------------
+_LINKED = "url:same-page links"  # the parameters of the same-page links the page's last run showed
+
+
+def _params_key(params: Mapping[str, Any]) -> frozenset:
+    return frozenset((k, tuple(v) if isinstance(v, (list, tuple)) else (v,)) for k, v in params.items())
+
+
+def same_page_link(where, page: str, label: str, params: Mapping[str, Any], **kwargs: Any) -> None:
+    """A link to the page it is on with other URL parameters (a filter dropped). Streamlit runs the page with
+    them but leaves the address bar as it was (it writes the address only when the page changes), so a reload
+    or a copied address brought the old view back: the page calls `follow_same_page_links` first thing."""
+    clean = {k: ([str(x) for x in v] if isinstance(v, (list, tuple)) else str(v)) for k, v in params.items()
+             if v not in (None, "", [], ())}  # fmt: skip
+    st.session_state.setdefault(_LINKED, set()).add(_params_key(clean))
+    where.page_link(page, label=label, query_params=clean, **kwargs)
+
+
+def follow_same_page_links() -> None:
+    """When this run was opened by one of the `same_page_link`s the page's last run showed, write its
+    parameters to the address bar (sending them as they are: the browser shows the URL it is sent)."""
+    linked = st.session_state.pop(_LINKED, set())
+    if _params_key({k: st.query_params.get_all(k) for k in st.query_params}) in linked:
+        st.query_params.update()
 
 
 def triage_params() -> dict[str, Any]:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 from browser_support import bar_label, chromium_available, serve, wait_idle, wait_url
-from demo_support import BABEL
+from demo_support import BABEL, OPAGENT
 
 from core.store import Store
 
@@ -35,3 +35,23 @@ def test_breakdown_bar_clicks_through_to_triage(browser_page, demo_db):
         )
         caption = page.get_by_text(re.compile(rf"of {tasks} tasks")).first.text_content()
         assert caption.startswith(f"{scored} of {tasks} tasks") and f"{successes} passed" in caption
+
+
+# Every text of the page's metric tiles whose content is wider than its box (cut off, with an ellipsis).
+_CUT_TILE_TEXT = """() => [...document.querySelectorAll('[data-testid=stMetric] [data-testid=stMarkdownContainer]')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"""
+
+
+@pytest.mark.parametrize("width", [1280, 1500])
+def test_compare_tiles_show_their_figures_whole(browser_page, demo_db, width):
+    """Compare's tiles at common window widths: no label, figure or interval cut off (the B − A tile's
+    '-9.1 pts [-30.3, +12.1] n=33' ended '-9.1 pts [-30.3, +1…' at 1280 px and '… n…' at 1500 px)."""
+    with serve(demo_db) as url, browser_page(width, 1000) as page:
+        page.goto(f"{url}/compare?a={BABEL}&b={OPAGENT}")
+        wait_idle(page)
+        tile = page.locator("[data-testid=stMetric]", has_text="B − A")
+        tile.wait_for(timeout=60_000)
+        assert re.search(r"[+-]\d+\.\d pts", tile.text_content()) and re.search(r"n=\d+", tile.text_content())
+        page.locator("[data-testid=stMetric]", has_text="McNemar").wait_for(timeout=60_000)  # the last tile
+        assert page.locator("[data-testid=stMetric]").count() == 4
+        assert page.evaluate(_CUT_TILE_TEXT) == []

@@ -107,3 +107,53 @@ def test_a_snippet_reads_as_its_text_with_the_match_marked_inside_it(browser_pag
                 "e => [getComputedStyle(e).paddingLeft, getComputedStyle(e).paddingRight]"
             )
             assert padding == ["0px", "0px"], run
+
+
+def _address_without(page, key: str, timeout_ms: int = 30_000) -> str:
+    """The address bar once it no longer holds the parameter `key` (a link changes it without a navigation)."""
+    page.wait_for_function(f"() => !new URLSearchParams(location.search).has({key!r})", timeout=timeout_ms)
+    return page.url
+
+
+@pytest.mark.parametrize(
+    ("start", "link", "dropped"),
+    [
+        (
+            {"query": "customer", "run": "wav-demo", "cause": "gave_up"},
+            "Same search, any primary cause",
+            "cause",
+        ),
+        ({"run": "wav-demo", "verdict": "failure", "q": "repository"}, "Same list without the words", "q"),
+    ],
+)
+def test_a_link_out_of_an_empty_result_changes_the_address_too(
+    browser_page, served, demo_db, start, link, dropped
+):
+    """Search and Triage finding nothing: the link to the same view without a filter shows it, and the address
+    bar says so, so a reload or a copied address keeps it (Streamlit left the old address, whose reload
+    brought the empty result back)."""
+    from core.queries.search import search
+
+    url, _ = served
+    kept = {k: v for k, v in start.items() if k != dropped}
+    with Store(demo_db, read_only=True) as store:
+        if "query" in start:
+            hit = search(store, kept["query"], run=kept["run"], limit=50).hits[0]
+            found = f"{hit.run} · task {hit.task_id}"
+        else:
+            sql = "SELECT count(*) FILTER (WHERE status = ?), count(*) FROM evaluations WHERE run = ?"
+            failed, tasks = store.query(sql, [kept["verdict"], kept["run"]])[0]
+            found = f"{failed} of {tasks} tasks"
+    with browser_page() as page:
+        page.goto(f"{url}/{'search' if 'query' in start else 'triage'}?{urlencode(start)}")
+        wait_idle(page)
+        page.get_by_text(link, exact=False).first.click()
+        address = _address_without(page, dropped)
+        assert all(f"{k}={v}" in address for k, v in kept.items()), address
+        wait_idle(page)
+        page.get_by_text(found, exact=False).first.wait_for(timeout=60_000)
+        page.reload()
+        wait_idle(page)
+        page.get_by_text(found, exact=False).first.wait_for(timeout=60_000)
+        assert page.get_by_text("No task matches", exact=False).count() == 0
+        assert page.get_by_text("Nothing matches", exact=False).count() == 0

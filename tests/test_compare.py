@@ -4,9 +4,11 @@ independent definition, and the comparison read model on the demo database's rea
 from __future__ import annotations
 
 import math
+import shutil
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 from demo_support import BABEL, GOLD, OPAGENT, WAV
 
@@ -166,3 +168,63 @@ def test_a_delta_label_stays_inside_the_plot_and_off_the_zero_line(demo_db):
             assert start >= -105 and end <= 105, (x, text, position)
             seen.add((position, "edge" if abs(x) > DELTA_LABEL_TURN else "middle"))
     assert len(seen) == 4  # the demo has points near both edges and near 0 on both sides
+
+
+def test_each_metric_difference_is_in_its_own_unit():
+    """A difference of two shares is in percentage points; of two counts of steps (the mean recovery cost), in
+    steps, never multiplied by 100."""
+    from core.queries.paper_tables import METRIC_COLUMNS, METRIC_UNITS
+
+    assert set(METRIC_UNITS) == set(METRIC_COLUMNS) and set(METRIC_UNITS.values()) == {
+        stats.SHARE,
+        stats.STEPS,
+    }
+    assert [m for m, unit in METRIC_UNITS.items() if unit == stats.STEPS] == ["mean_recovery_cost"]
+    assert stats.difference_text(-2.114, -4.25, -0.3036, 14, stats.STEPS) == "-2.11 steps [-4.25, -0.30] n=14"
+    assert stats.difference_text(0.1234, 0.041, 0.205, 58) == "+12.3 pts [+4.1, +20.5] n=58"
+    assert stats.difference_text(1.5, None, None, 3, stats.STEPS) == "+1.50 steps, too few to tell (n=3)"
+    assert stats.difference_text(None, None, None, 0, stats.STEPS) == "– (n=0)"
+    # The one-line form is the tile's two parts joined; a share's is the points form every page used.
+    assert stats.difference_parts(-0.0909, -0.303, 0.121, 33) == ("-9.1 pts", "[-30.3, +12.1] n=33")
+    assert stats.estimate_text(-1.0, None, None, 2, points=True) == stats.difference_text(-1.0, None, None, 2)
+
+
+@pytest.fixture
+def page_db(demo_db, tmp_path):
+    """A copy of the demo for a page: the module's `cmp` holds the demo file open while its tests run."""
+    shutil.copy(demo_db, tmp_path / "demo.duckdb")
+    return tmp_path / "demo.duckdb"
+
+
+def test_the_compare_page_shows_each_metric_difference_in_its_unit(open_page, page_db):
+    """On the demo's runs: the mean recovery cost's B − A is in steps (it read '-211.4 pts'), every other
+    metric's in percentage points, and the metrics table says each metric's unit."""
+    at = open_page(page_db, "views/compare.py", a=A, b=B)
+    table = next(
+        d.value for d in at.dataframe if "B − A [95 % CI]" in d.value.columns and "metric" in d.value.columns
+    )
+    with Store(page_db, read_only=True) as s:
+        expected = compare.compare_runs(s, A, B).metrics.set_index("metric")
+    rows = table.set_index("metric")
+    cost = expected.loc["mean_recovery_cost"]
+    assert cost["n"] >= stats.MIN_N_BOOTSTRAP and abs(cost["diff"]) > 0.5  # a real difference of steps
+    assert rows.loc["mean_recovery_cost", "unit"] == "steps"
+    assert rows.loc["mean_recovery_cost", "B − A [95 % CI]"].startswith(f"{cost['diff']:+.2f} steps [")
+    shares = [m for m in rows.index if m != "mean_recovery_cost" and not pd.isna(expected.loc[m, "diff"])]
+    assert len(shares) >= 5
+    for metric in shares:
+        assert rows.loc[metric, "unit"] == "share"
+        assert rows.loc[metric, "B − A [95 % CI]"].startswith(
+            f"{expected.loc[metric, 'diff'] * 100:+.1f} pts"
+        )
+
+
+def test_the_success_difference_tile_is_short_with_its_interval_beneath(open_page, page_db):
+    """The B − A tile: its figure alone ('-9.1 pts'), the interval and n as the line under it (on one line they
+    were cut off at the tile's width); the browser test measures that nothing is cut at 1280 and 1500 px."""
+    at = open_page(page_db, "views/compare.py", a=A, b=B)
+    with Store(page_db, read_only=True) as s:
+        success = compare.compare_runs(s, A, B).success
+    tile = next(m for m in at.metric if m.label.startswith("B − A"))
+    assert tile.value == f"{success['diff'] * 100:+.1f} pts"
+    assert tile.delta == f"[{success['ci_low'] * 100:+.1f}, {success['ci_high'] * 100:+.1f}] n={success['n']}"

@@ -345,6 +345,38 @@ def test_an_empty_search_page_offers_the_same_search_without_each_filter(open_pa
     assert count_text(120, 50) == "120 matching texts; 50 shown (raise the limit for more)."
 
 
+def test_triage_finding_nothing_offers_each_filter_dropped_and_every_run(open_page, demo: Path):
+    """Triage of wav-demo for words only other runs have, among its failures: not a dead end. Each filter in
+    use is a link to the same list without it (the words too), and the words are a link to Search over every
+    run; following them finds the run's failures, and the other runs' texts."""
+    from urllib.parse import parse_qs
+
+    with Store(demo, read_only=True) as store:
+        sql = "SELECT count(*) FROM evaluations WHERE run = 'wav-demo' AND status = 'failure'"
+        (failed,) = store.query(sql)[0]
+        elsewhere = search(store, "repository", limit=50)
+    assert failed > 0 and elsewhere.total > 0 and "wav-demo" not in {h.run for h in elsewhere.hits}
+    at = open_page(demo, "views/triage.py", run="wav-demo", verdict="failure", q="repository")
+    assert any(i.value.startswith("No task matches these filters. Drop one") for i in at.info)
+    links = {
+        link.proto.label.replace("\\", ""): (link.proto.page, parse_qs(link.proto.query_string))
+        for link in at.get("page_link")
+        if link.proto.label.startswith(("Same list", "Search every run"))
+    }
+    same_list = {label: query for label, (page, query) in links.items() if page == "triage"}
+    without_words = "Same list without the words “repository”"
+    assert same_list == {
+        "Same list, any verdict (not only failure)": {"run": ["wav-demo"], "q": ["repository"]},
+        without_words: {"run": ["wav-demo"], "verdict": ["failure"]},
+    }
+    page, query = links["Search every run for “repository”"]
+    assert page == "search" and query == {"query": ["repository"]}
+    at = open_page(demo, "views/triage.py", **{k: v[0] for k, v in same_list[without_words].items()})
+    assert not at.info and any(c.value.startswith(f"**{failed}** of ") for c in at.caption)
+    at = open_page(demo, "views/search.py", query="repository")
+    assert at.caption[0].value.startswith(f"{elsewhere.total} matching texts")
+
+
 def test_a_wav_import_indexes_its_network_urls_as_a_rebuild_does(tasks_store, shipped_data):
     """The URLs `import wav-run` indexes from its Arrow table (first seq of each distinct non-static URL
     of a task) are the documents `search --reindex` builds from the stored network events."""

@@ -45,6 +45,42 @@ def wilson_ci(successes: int, n: int, z: float = Z_95) -> tuple[float | None, fl
     return low, high
 
 
+def _defined(values: Sequence[float]) -> np.ndarray:
+    data = np.asarray([v for v in values if v is not None], dtype=float)
+    return data[~np.isnan(data)]
+
+
+def _resample_counts(n: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each of n values is drawn in each resample (resamples x n): the same draws as indexing
+    `rng.integers(0, n, (resamples, n))` with the fixed seed, counted once so that every series of n values
+    is resampled by one matrix product."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n), dtype=np.int32)
+    flat = idx + (np.arange(resamples, dtype=np.int64) * n)[:, None]
+    return np.bincount(flat.ravel(), minlength=resamples * n).reshape(resamples, n)
+
+
+def _interval(
+    data: np.ndarray, resamples: int, seed: int, counts: np.ndarray | None = None
+) -> tuple[float, float]:
+    values, value_counts = np.unique(data, return_counts=True)
+    if values.size <= _FEW_VALUES:
+        # Few distinct values (success 0/1, paired differences -1/0/1): resampling n values with
+        # replacement is drawing their counts from a multinomial, which costs resamples x k, not
+        # resamples x n (a 10,000 x 812 resample took 200 ms; a comparison page needs dozens).
+        rng = np.random.default_rng(seed)
+        draws = rng.multinomial(data.size, value_counts / data.size, size=resamples)
+        means = draws @ values / data.size
+    elif counts is None:
+        # One series alone: int32 indices and np.take (half the time of int64 fancy indexing on 10,000 x 812).
+        idx = np.random.default_rng(seed).integers(0, data.size, size=(resamples, data.size), dtype=np.int32)
+        means = np.take(data, idx).mean(axis=1)
+    else:
+        means = counts @ data / data.size  # the same draws, counted once for every series of this length
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def bootstrap_ci(
     values: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
 ) -> tuple[float | None, float | None]:
@@ -53,24 +89,30 @@ def bootstrap_ci(
     Undefined (None, None) below MIN_N_BOOTSTRAP values: with so few the resampled means take a handful of
     values and the interval would claim a certainty the data cannot give.
     """
-    data = np.asarray([v for v in values if v is not None], dtype=float)
-    data = data[~np.isnan(data)]
+    data = _defined(values)
     if data.size < MIN_N_BOOTSTRAP:
         return None, None
-    rng = np.random.default_rng(seed)
-    values, counts = np.unique(data, return_counts=True)
-    if values.size <= _FEW_VALUES:
-        # Few distinct values (success 0/1, paired differences -1/0/1): resampling n values with
-        # replacement is drawing their counts from a multinomial, which costs resamples x k, not
-        # resamples x n (a 10,000 x 812 resample took 200 ms; a comparison page needs dozens).
-        draws = rng.multinomial(data.size, counts / data.size, size=resamples)
-        means = draws @ values / data.size
-    else:
-        # int32 indices and np.take: half the time of int64 fancy indexing on 10,000 x 812.
-        idx = rng.integers(0, data.size, size=(resamples, data.size), dtype=np.int32)
-        means = np.take(data, idx).mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high)
+    return _interval(data, resamples, seed)
+
+
+def bootstrap_cis(
+    series: Sequence[Sequence[float]], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> list[tuple[float | None, float | None]]:
+    """`bootstrap_ci` of each series, the same intervals (to floating-point rounding), with one resample
+    matrix per series length: the metrics of a comparison, mostly of one length, cost one draw and a matrix
+    product each instead of a draw each."""
+    shared: dict[int, np.ndarray] = {}
+    out: list[tuple[float | None, float | None]] = []
+    for values in series:
+        data = _defined(values)
+        if data.size < MIN_N_BOOTSTRAP:
+            out.append((None, None))
+            continue
+        many = np.unique(data).size > _FEW_VALUES
+        if many and data.size not in shared and sum(len(_defined(s)) == data.size for s in series) > 1:
+            shared[data.size] = _resample_counts(data.size, resamples, seed)
+        out.append(_interval(data, resamples, seed, shared.get(data.size) if many else None))
+    return out
 
 
 def paired_bootstrap_diff(
@@ -86,6 +128,21 @@ def paired_bootstrap_diff(
         return None, None, None
     low, high = bootstrap_ci(diffs.tolist(), resamples=resamples, seed=seed)
     return float(diffs.mean()), low, high
+
+
+def paired_bootstrap_diffs(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> list[tuple[float | None, float | None, float | None]]:
+    """`paired_bootstrap_diff` of each (a, b), the same figures, sharing resample draws (`bootstrap_cis`)."""
+    diffs = [np.asarray(b, dtype=float) - np.asarray(a, dtype=float) for a, b in pairs]
+    intervals = bootstrap_cis([d.tolist() for d in diffs], resamples=resamples, seed=seed)
+    return [
+        (None, None, None) if d.size == 0 else (float(d.mean()), low, high)
+        for d, (low, high) in zip(diffs, intervals, strict=True)
+    ]
 
 
 def summarize(values: Sequence[float | None]) -> dict[str, float | int | None]:
@@ -133,15 +190,50 @@ def estimate_text(
     """A bootstrap figure with its 95 % interval and n: '0.454 [0.431, 0.478] n=649', with `points` a
     difference of rates '+12.3 pts [+4.1, +20.5] n=58'; below MIN_N_BOOTSTRAP '-100.0 pts, too few to tell
     (n=2)' instead of an interval; '– (n=0)' without a value."""
+    if points:
+        return difference_text(value, low, high, n, SHARE)
     n = 0 if is_missing(n) else int(n)
     if is_missing(value):
         return f"– (n={n})"
 
     def show(v: float) -> str:
-        return f"{v * 100:+.1f}" if points else f"{v:.{digits}f}"
+        return f"{v:.{digits}f}"
 
-    unit = " pts" if points else ""
     if is_missing(low) or is_missing(high):
         why = TOO_FEW if n < MIN_N_BOOTSTRAP else "no interval"
-        return f"{show(value)}{unit}, {why} (n={n})"
-    return f"{show(value)}{unit} [{show(low)}, {show(high)}] n={n}"
+        return f"{show(value)}, {why} (n={n})"
+    return f"{show(value)} [{show(low)}, {show(high)}] n={n}"
+
+
+# The unit a figure is in (each metric's: core.queries.paper_tables.METRIC_UNITS): a share of 0–1, shown in %,
+# whose differences are in percentage points; or a count of steps, shown and differenced in steps.
+SHARE, STEPS = "share", "steps"
+_DIFFERENCES = {SHARE: (100.0, 1, " pts"), STEPS: (1.0, 2, " steps")}  # scale, decimals, unit written
+
+
+def difference_parts(
+    value: float | None, low: float | None, high: float | None, n: int | None, unit: str = SHARE
+) -> tuple[str, str]:
+    """B − A in its own unit, and what qualifies it: ('+12.3 pts', '[+4.1, +20.5] n=58') for shares
+    (percentage points), ('-2.11 steps', '[-4.25, -0.30] n=14') for counts of steps; ('-100.0 pts', 'too few
+    to tell (n=2)') below MIN_N_BOOTSTRAP; ('–', '(n=0)') without a value."""
+    scale, digits, written = _DIFFERENCES[unit]
+    n = 0 if is_missing(n) else int(n)
+    if is_missing(value):
+        return "–", f"(n={n})"
+
+    def show(v: float) -> str:
+        return f"{v * scale:+.{digits}f}"
+
+    if is_missing(low) or is_missing(high):
+        return f"{show(value)}{written}", f"{TOO_FEW if n < MIN_N_BOOTSTRAP else 'no interval'} (n={n})"
+    return f"{show(value)}{written}", f"[{show(low)}, {show(high)}] n={n}"
+
+
+def difference_text(
+    value: float | None, low: float | None, high: float | None, n: int | None, unit: str = SHARE
+) -> str:
+    """`difference_parts` on one line: '+12.3 pts [+4.1, +20.5] n=58', '-2.11 steps [-4.25, -0.30] n=14',
+    '-100.0 pts, too few to tell (n=2)', '– (n=0)'."""
+    figure, qualifier = difference_parts(value, low, high, n, unit)
+    return figure + (" " if figure == "–" or qualifier.startswith("[") else ", ") + qualifier

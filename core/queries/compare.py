@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from core.measure.stats import mcnemar_exact, paired_bootstrap_diff
-from core.queries.paper_tables import METRIC_COLUMNS
+from core.measure.stats import mcnemar_exact, paired_bootstrap_diff, paired_bootstrap_diffs
+from core.queries.defect_rate import DefectRate, confirmed_tasks, defect_rate
+from core.queries.paper_tables import METRIC_COLUMNS, METRIC_UNITS
 from core.queries.runs import verdicts_sql
 from core.store import Store
 
@@ -32,10 +33,14 @@ class Comparison:
     unpaired: dict[str, int]  # scored by only one of the runs (or by neither)
     mcnemar_p: float
     success: dict  # rate_a, rate_b, diff, ci_low, ci_high, n
-    metrics: pd.DataFrame  # metric, n, mean_a, mean_b, diff, ci_low, ci_high, left_out, left_out_why
+    # metric, unit (METRIC_UNITS: share or steps), n, mean_a, mean_b, diff, ci_low, ci_high, left_out, left_out_why
+    metrics: pd.DataFrame
     metric_config: tuple[str, str, str] | None
     per_site: pd.DataFrame  # site, n, rate_a, rate_b, diff, ci_low, ci_high, only_a, only_b
     notes: list[str] = field(default_factory=list)
+    # Each run's success over the paired tasks with its confirmed evaluator defects counted as passes
+    # (core.queries.defect_rate), keyed by run name; beside `success`, never in its place.
+    with_defects: dict[str, DefectRate] = field(default_factory=dict)
 
 
 def report_runs(store: Store) -> list[str]:
@@ -106,7 +111,8 @@ def common_metric_config(store: Store, a: str, b: str) -> tuple[str, str, str] |
 
 
 def _metric_diffs(store: Store, a: str, b: str, config: tuple[str, str, str] | None) -> pd.DataFrame:
-    columns = ["metric", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "left_out", "left_out_why"]
+    columns = ["metric", "unit", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "left_out",
+               "left_out_why"]  # fmt: skip
     if config is None:
         return pd.DataFrame(columns=columns)
     gold, judge, preset = config
@@ -120,11 +126,19 @@ def _metric_diffs(store: Store, a: str, b: str, config: tuple[str, str, str] | N
     common = left.index.intersection(right.index)
     only_one = len(left.index.symmetric_difference(right.index))
     rows = []
-    for metric in METRIC_COLUMNS:
-        x, y = left.loc[common, metric].astype(float), right.loc[common, metric].astype(float)
-        both = x.notna() & y.notna()
-        diff, low, high = paired_bootstrap_diff(x[both].tolist(), y[both].tolist())
-        rows.append({"metric": metric, "n": int(both.sum()),
+    series = {
+        metric: (left.loc[common, metric].astype(float), right.loc[common, metric].astype(float))
+        for metric in METRIC_COLUMNS
+    }
+    defined = {metric: x.notna() & y.notna() for metric, (x, y) in series.items()}
+    # One resample draw for the metrics of one length: the same intervals as one bootstrap per metric.
+    intervals = paired_bootstrap_diffs(
+        [(x[defined[m]].tolist(), y[defined[m]].tolist()) for m, (x, y) in series.items()]
+    )
+    for metric, (diff, low, high) in zip(METRIC_COLUMNS, intervals, strict=True):
+        x, y = series[metric]
+        both = defined[metric]
+        rows.append({"metric": metric, "unit": METRIC_UNITS[metric], "n": int(both.sum()),
                      "mean_a": float(x[both].mean()) if both.any() else None,
                      "mean_b": float(y[both].mean()) if both.any() else None,
                      "diff": diff, "ci_low": low, "ci_high": high,
@@ -174,6 +188,11 @@ def compare_runs(store: Store, a: str, b: str) -> Comparison:
     success = {"n": n, "rate_a": float(pairs["pass_a"].mean()) if n else None,
                "rate_b": float(pairs["pass_b"].mean()) if n else None,
                "diff": diff, "ci_low": low, "ci_high": high}  # fmt: skip
+    confirmed = confirmed_tasks(store, (a, b))
+    with_defects = {
+        run: defect_rate(pairs[column], [(run, int(t)) in confirmed for t in pairs["task_id"]])
+        for run, column in ((a, "verdict_a"), (b, "verdict_b"))
+    }
     config = common_metric_config(store, a, b)
     notes = []
     if config is None:
@@ -182,6 +201,7 @@ def compare_runs(store: Store, a: str, b: str) -> Comparison:
         a=a, b=b, pairs=pairs.drop(columns=["pass_a", "pass_b"]).reset_index(drop=True), outcomes=outcomes,
         unpaired=unpaired, mcnemar_p=mcnemar_exact(outcomes["A only"], outcomes["B only"]), success=success,
         metrics=_metric_diffs(store, a, b, config), metric_config=config, per_site=_per_site(pairs), notes=notes,
+        with_defects=with_defects,
     )  # fmt: skip
 
 

@@ -17,7 +17,7 @@ import orjson
 import pandas as pd
 
 from core.measure.metrics import ANSWER_CATEGORIES, task_success
-from core.measure.stats import bootstrap_ci, paired_bootstrap_diff, summarize
+from core.measure.stats import SHARE, STEPS, bootstrap_ci, paired_bootstrap_diff, summarize
 from core.store import Store
 from core.values import is_missing, or_none
 
@@ -31,6 +31,9 @@ METRIC_COLUMNS = (
     "psr",
     "ear",
 )
+# Each metric's unit (docs/metrics.md): a share of 0–1 (a difference of two is in percentage points), but the
+# mean recovery cost, a count of agent steps (its difference is in steps).
+METRIC_UNITS = {metric: STEPS if metric == "mean_recovery_cost" else SHARE for metric in METRIC_COLUMNS}
 
 
 # -- Table 3 -------------------------------------------------------------------------------------

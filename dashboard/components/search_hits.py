@@ -11,6 +11,7 @@ import streamlit as st
 from core.queries.causes import cause_name
 from core.queries.search import SearchHit, SearchResult, Snippet
 from dashboard import state
+from dashboard.components.no_match import drop_filter_links
 from dashboard.text import escape_md
 
 
@@ -87,10 +88,7 @@ def _nothing_found(params: Mapping[str, str | None]) -> None:
         + ("Drop a filter (below), or broaden" if used else "Broaden")
         + " the words: fewer of them, a shorter phrase, or words without quotes."
     )
-    for key, value in used.items():
-        others = {k: v for k, v in params.items() if k != key and v}
-        shown = cause_name(value) if key == "cause" else value  # the URL keeps the code
-        st.page_link(
-            state.SEARCH_PAGE, label=escape_md(f"Same search, {FILTERS[key]} (not only {shown})", 160),
-            query_params=others, icon=":material/filter_alt_off:",
-        )  # fmt: skip
+    # The URL keeps a cause's code, the link says its name.
+    labels = {key: f"Same search, {FILTERS[key]} (not only {cause_name(v) if key == 'cause' else v})"
+              for key, v in used.items()}  # fmt: skip
+    drop_filter_links(state.SEARCH_PAGE, {k: v for k, v in params.items() if v}, labels)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.measure.stats import estimate_text
+from core.measure.stats import SHARE, difference_parts, difference_text
 from core.queries import compare as q
 from core.queries import runs as rq
 from core.queries import task as tq
+from core.queries.defect_rate import WITH_DEFECTS
 from dashboard import state
 from dashboard.charts import deltas, export_config
 from dashboard.components import cause_compare, task_header
@@ -19,13 +20,17 @@ from dashboard.components.formatting import pct, verdict_label
 from dashboard.components.run_picker import run_names_or_stop
 from dashboard.components.tables import show_table
 from dashboard.db import read
+from dashboard.text import escape_md
 
 
-def _diff(d: float | None, low: float | None, high: float | None, n: int | None) -> str:
-    return estimate_text(d, low, high, n, points=True)
+def _diff(d: float | None, low: float | None, high: float | None, n: int | None, unit: str = SHARE) -> str:
+    """B − A in the figure's own unit: percentage points for success and the metrics that are shares, steps
+    for the mean recovery cost (core.queries.paper_tables.METRIC_UNITS)."""
+    return difference_text(d, low, high, n, unit)
 
 
 st.title("Compare runs")
+state.follow_same_page_links()  # "show every site" below
 names = run_names_or_stop()
 if len(names) < 2:
     st.info("Comparing needs two runs in the database: see the Runs page.")
@@ -58,12 +63,25 @@ st.caption(
     + ", ".join(f"{k} {v}" for k, v in cmp.unpaired.items())
     + ". Differences are B − A with a paired bootstrap 95 % CI (tasks resampled together)."
 )
-m = st.columns([1, 1, 1.7, 0.8])
+m = st.columns([1.3, 1.3, 1.3, 0.8])
 m[0].metric(f"A · {a}", pct(s["rate_a"]), help=f"successes / {s['n']} paired tasks")
 m[1].metric(f"B · {b}", pct(s["rate_b"]), help=f"successes / {s['n']} paired tasks")
-m[2].metric("B − A [95 % CI]", _diff(s["diff"], s["ci_low"], s["ci_high"], s["n"]))
+# The difference as the tile's figure and its interval and n under it, as plain text (no arrow, no colour):
+# on one line the interval was cut off at the tile's width.
+figure, interval = difference_parts(s["diff"], s["ci_low"], s["ci_high"], s["n"])
+m[2].metric("B − A [95 % CI]", figure, delta=interval, delta_color="off", delta_arrow="off",
+            help=f"paired bootstrap 95 % CI over the {s['n']} paired tasks")  # fmt: skip
 m[3].metric("McNemar exact p", f"{cmp.mcnemar_p:.3g}",
             help=f"two-sided exact binomial test of the {cmp.outcomes['A only'] + cmp.outcomes['B only']} discordant tasks")  # fmt: skip
+# Beside each official rate, never instead of it: the rate with its confirmed evaluator defects counted as passes.
+moved = [f"{side} · {run}: {cmp.with_defects[run].text()}" for side, run in (("A", a), ("B", b))
+         if run in cmp.with_defects and cmp.with_defects[run].moved]  # fmt: skip
+if moved:
+    st.caption(
+        escape_md(
+            f"{WITH_DEFECTS} (same paired tasks; B − A above stays official): " + "; ".join(moved), limit=None
+        )
+    )
 
 left, right = st.columns([1, 2])
 with left:
@@ -81,11 +99,13 @@ with right:
         st.caption("Paired over the tasks where both runs define the metric; gold / judge / preset: "
                    + " / ".join(cmp.metric_config))  # fmt: skip
         show_table(
-            cmp.metrics.assign(**{"B − A [95 % CI]": [_diff(d, lo, hi, n) for d, lo, hi, n in
-                                  cmp.metrics[["diff", "ci_low", "ci_high", "n"]].itertuples(index=False)]})[
-                ["metric", "n", "mean_a", "mean_b", "B − A [95 % CI]", "left_out", "left_out_why"]],
+            cmp.metrics.assign(**{"B − A [95 % CI]": [_diff(d, lo, hi, n, unit) for d, lo, hi, n, unit in
+                                  cmp.metrics[["diff", "ci_low", "ci_high", "n", "unit"]].itertuples(index=False)]})[
+                ["metric", "unit", "n", "mean_a", "mean_b", "B − A [95 % CI]", "left_out", "left_out_why"]],
             hide_index=True,
-            column_config={"mean_a": st.column_config.NumberColumn("A", format="%.3f"),
+            column_config={"unit": st.column_config.TextColumn("unit", help="share: a rate of 0–1, B − A in "
+                                                               "percentage points (pts); steps: a count of agent steps, B − A in steps"),
+                           "mean_a": st.column_config.NumberColumn("A", format="%.3f"),
                            "mean_b": st.column_config.NumberColumn("B", format="%.3f"),
                            "left_out": st.column_config.NumberColumn("left out"),
                            "left_out_why": st.column_config.TextColumn("why left out")},
@@ -127,8 +147,8 @@ flips = q.flipped(cmp.pairs, flip or q.FLIPS[0])
 site = state.param("site")
 if site:
     flips = flips[flips["site"] == site].reset_index(drop=True)
-    st.page_link(state.COMPARE_PAGE, label=f"Site {site}: show every site", icon=":material/filter_alt_off:",
-                 query_params={k: v for k, v in {"a": a, "b": b, "flip": state.param("flip")}.items() if v})  # fmt: skip
+    state.same_page_link(st, state.COMPARE_PAGE, f"Site {site}: show every site", icon=":material/filter_alt_off:",
+                         params={"a": a, "b": b, "flip": state.param("flip")})  # fmt: skip
 st.caption(f"{len(flips)} tasks. Select one to see both runs' task views side by side.")
 picked = show_table(
     flips.assign(verdict_a=flips["verdict_a"].map(verdict_label), verdict_b=flips["verdict_b"].map(verdict_label)),

@@ -16,6 +16,7 @@ from dashboard.text import escape_md
 LIMITS = (50, 100, 200, 500)
 
 st.title("Search")
+state.follow_same_page_links()  # a "same search without …" link of the last run
 options = read(q.search_filters)
 if options is None:
     st.stop()

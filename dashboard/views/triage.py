@@ -6,20 +6,30 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from core.queries import defects as dq
 from core.queries import triage as q
 from core.queries.causes import cause_name, diagnose_hint
 from dashboard import state
-from dashboard.components import labels_panel
+from dashboard.components import labels_panel, no_match
 from dashboard.components.formatting import VERDICT_ICONS
 from dashboard.components.run_picker import pick_run
 from dashboard.components.tables import WRAP_ROW_HEIGHT, show_table
 from dashboard.db import read, read_only
+from dashboard.text import escape_md
 
 st.title("Triage")
+state.follow_same_page_links()  # a "same list without …" link below
 run = pick_run()
 if run is None:
     st.stop()
 labels_panel.render("run", run, what="run")
+defects = read(dq.defect_counts)
+mine = defects[defects["run"] == run] if defects is not None else None
+if mine is not None and not mine.empty:
+    n, confirmed = int(mine.iloc[0]["suspected"]), int(mine.iloc[0]["confirmed"])
+    st.page_link(state.DEFECTS_PAGE, label=f"{n} suspected evaluator defect{'s' if n > 1 else ''} in "
+                 f"{escape_md(run, 60)} ({confirmed} confirmed): the list for the benchmark's maintainers",
+                 query_params={"run": run}, icon=":material/gavel:")  # fmt: skip
 table = read(q.triage_table, run)
 if table is None:
     st.stop()
@@ -64,7 +74,7 @@ st.caption(
     )
 )
 if shown.empty:
-    st.info("No task matches these filters.")
+    no_match.triage_nothing(run)
     st.stop()
 
 # The columns are the fields of q.TriageRow (`frame()`); the page only decorates the verdict.
