@@ -169,3 +169,38 @@ def test_an_unreachable_proxy_is_the_environment(facts):
     f = facts[(OPAGENT, 148)]
     failed = replace(f.steps[0], error="net::ERR_TUNNEL_CONNECTION_FAILED at https://www.openstreetmap.org/")
     assert tool_server_errors(replace(f, steps=(failed, *f.steps[1:]))).cause == "environment"
+
+
+def test_a_page_check_with_query_values_reads_dates_as_dates(facts):
+    """Verified's check of task 375 made to require a date in the query: the last page with the same date
+    written another way satisfies it, another date does not; the evidence writes Verified's URL and query."""
+    f = facts[(OPAGENT, 375)]
+    wanted = {"evaluator": "NetworkEventEvaluator",
+              "expected": {"url": "__SHOPPING_ADMIN__/reports/report_sales/tax/filter", "query_params": {"from": ["01/1/2023"]}}}  # fmt: skip
+    base = "http://ecs_ip:7780/admin/reports/report_sales/tax/filter/"
+    dated = replace(
+        f, verified_evaluators=(wanted,), verified_data=None, final_url=f"{base}?from=2023-01-01&x=1"
+    )
+    (evidence,) = verified_url_reached(dated).evidence
+    assert evidence.verified.endswith("/tax/filter") and evidence.actual.endswith("from=2023-01-01&x=1")
+    assert verified_url_reached(replace(dated, final_url=f"{base}?from=2023-01-02")) is None
+    assert verified_url_reached(replace(dated, final_url=base)) is None  # the date missing
+    # A check that posts data cannot be told from the last page.
+    posted = {**wanted, "expected": {**wanted["expected"], "post_data": {"name": "x"}}}
+    assert verified_url_reached(replace(dated, verified_evaluators=(posted,))) is None
+
+
+def test_equivalent_values_on_a_real_string_check(facts):
+    """Task 2's string_match, its reference changed to a number the answer gives rounded: a defect of
+    format, citing the check; an exact match read into a long answer is not."""
+    from core.diagnose.rules_defects import equivalent_values
+
+    f = facts[(OPAGENT, 2)]
+    assert any(ev.evaluator == "string_match" and ev.status == "failure" for ev in f.evaluators)
+    rounded = replace(f, original_reference={"must_include": ["359.546"]}, answer="The total is $359.55")
+    finding = equivalent_values(rounded)
+    assert finding.rule == "equivalent_values" and finding.evidence[0].check == "string_match"
+    assert finding.evidence[0].reference == "359.546" and "359.55" in finding.evidence[0].actual
+    long = replace(f, original_reference={"exact_match": "12"}, answer="12 " + "and more words " * 10)
+    assert equivalent_values(long) is None
+    assert equivalent_values(replace(rounded, answer="The total is $359.56")) is None
