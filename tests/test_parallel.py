@@ -70,3 +70,57 @@ def test_free_memory_goes_back_from_arrows_pool_too():
     full, freed, released = map(int, done.stdout.split())
     assert freed > full * 0.8  # the pool kept what was freed ...
     assert released < full * 0.4  # ... and gave it back when asked
+
+
+# The fork server's workers wait a second before reading what the command sent them, and the command is
+# interrupted after the server forked a worker but before it learnt the worker's pid: the moment a
+# Ctrl-C under load once hit in tests/test_signals.py. The worker then read the pool's queues after the
+# command had removed them and printed a FileNotFoundError traceback to the command's stderr.
+_LATE_WORKER_PRELOAD = """
+import multiprocessing.spawn, time
+_main = multiprocessing.spawn._main
+def late_main(*args, **kwargs):
+    time.sleep(1.0)
+    return _main(*args, **kwargs)
+multiprocessing.spawn._main = late_main
+"""
+
+_INTERRUPTED_SPAWN_SCRIPT = """
+import multiprocessing.forkserver, os, signal, sys, threading, time
+from core.files.parallel import WorkerPool
+
+read_signed = multiprocessing.forkserver.read_signed
+def interrupted_read(fd):  # the worker is forked; its pid is not read yet
+    if threading.current_thread() is threading.main_thread():
+        os.kill(os.getpid(), signal.SIGINT)
+    return read_signed(fd)
+multiprocessing.forkserver.read_signed = interrupted_read
+
+def slow_chunk(chunk):
+    time.sleep(0.05)
+    return chunk
+
+if __name__ == "__main__":
+    try:
+        with WorkerPool(2, preload=["late_worker"]) as pool:
+            pool.map_chunks(slow_chunk, range(40), chunk_size=1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(0)
+"""
+
+
+@pytest.mark.slow
+def test_a_stop_while_a_worker_starts_leaves_no_worker_behind(tmp_path, repo_root):
+    import subprocess
+    import sys
+
+    (tmp_path / "late_worker.py").write_text(_LATE_WORKER_PRELOAD)
+    script = tmp_path / "interrupted.py"
+    script.write_text(_INTERRUPTED_SPAWN_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo_root), str(tmp_path)])}
+    # communicate() returns once every holder of stderr has exited, a worker left behind included.
+    done = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]

@@ -18,6 +18,7 @@ import ctypes
 import itertools
 import multiprocessing
 import multiprocessing.forkserver
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -156,7 +157,7 @@ class WorkerPool:
         """`fn(*args)` in a worker (whose imports are then done), or here without workers."""
         if self.executor is not None:
             try:
-                return self.executor.submit(fn, *args).result()
+                return _submit(self.executor, fn, *args).result()
             except BrokenProcessPool:
                 self.executor = None
         return fn(*args)
@@ -196,7 +197,7 @@ class WorkerPool:
         pending: dict[Future, Indexed] = {}
         try:
             for index, chunk in indexed:
-                pending[self.executor.submit(fn, chunk)] = (index, chunk)
+                pending[_submit(self.executor, fn, chunk)] = (index, chunk)
                 while len(pending) >= 2 * self.workers:
                     _collect(pending, results, report)
             while pending:
@@ -224,6 +225,42 @@ def map_chunks(
     flat = (item for chunk in chunks for item in chunk)
     with WorkerPool(workers if len(head) > 1 else 1) as pool:
         return pool.map_chunks(fn, flat, chunk_size=chunk_size, total=total, on_progress=on_progress)
+
+
+# The signals the command turns into KeyboardInterrupt (Ctrl-C, and SIGTERM: see core.cli.main).
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM in the main thread until the block ends, then deliver them.
+
+    A `submit` may start a worker: the fork server forks it, then this process reads its pid and records
+    it. Interrupted between the two, the worker was forked but is known to no one, so the pool's exit
+    cannot stop it; it outlives the command and, reading the pool's queues the command has since removed,
+    prints "FileNotFoundError" to the command's stderr (seen under load in
+    tests/test_signals.py::test_a_signal_stops_an_import_and_its_worker_processes). Held, the signal
+    arrives once the worker is recorded, and the pool's exit stops it.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread receives Python's signal handlers
+        return
+    held: list[int] = []
+    previous = {
+        signum: signal.signal(signum, lambda signum, _: held.append(signum)) for signum in _STOP_SIGNALS
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        if held:
+            signal.raise_signal(held[0])
+
+
+def _submit(executor: ProcessPoolExecutor, fn: Callable[..., R], *args: Any) -> Future[R]:
+    with _stop_signals_held():
+        return executor.submit(fn, *args)
 
 
 def _start(executor: ProcessPoolExecutor) -> None:
