@@ -37,6 +37,10 @@ from core.errors import NotFound, StoreError
 # and a small import pays that turn, so it is kept short; but a failed try costs 10-30 ms (DuckDB sets up
 # the database before it meets the lock), so a waiter polling much faster would burn a core.
 POLL_MAX_S = 0.1
+# A process waiting for the file says so by touching `<db>.waiting` at each failed try (and removes it once
+# in): a command gives a turn between two operations only while a try is that recent, so a command alone
+# with the file (every test, most imports) never sleeps for one. Two polls and a failed try, with margin.
+WAITER_FRESH_S = 3 * POLL_MAX_S
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 _LOCK_HINT = re.compile(r"PID (\d+)")
 
@@ -53,6 +57,19 @@ def migrations() -> list[tuple[int, str, str]]:
     if numbers != list(range(1, len(numbers) + 1)):
         raise StoreError(f"migrations are not numbered 1..n without gaps: {numbers}")
     return found
+
+
+def waiting_marker(path: Path) -> Path:
+    """The file a process waiting for `path` touches at each failed try (`Store`), removed once it is in."""
+    return path.with_name(path.name + ".waiting")
+
+
+def someone_waits(path: Path) -> bool:
+    """Another process tried to open `path` within WAITER_FRESH_S (the marker's time is the file system's)."""
+    try:
+        return time.time() - waiting_marker(path).stat().st_mtime < WAITER_FRESH_S
+    except OSError:  # no marker: nobody waits
+        return False
 
 
 def utcnow() -> datetime:
@@ -82,9 +99,10 @@ class Store:
     def _connect(self, lock_timeout_s: float) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + lock_timeout_s
         delay = 0.05
+        waited = False
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                con = duckdb.connect(str(self.path), read_only=self.read_only)
             except duckdb.IOException as exc:
                 message = str(exc)
                 if "lock" not in message.lower():
@@ -95,13 +113,21 @@ class Store:
                     raise StoreError(
                         f"{self.path}: database is in use by another process{holder}; stop it or try again"
                     ) from exc
+                with suppress(OSError):  # a folder this process cannot write: it waits without a turn
+                    waiting_marker(self.path).touch()
+                    waited = True
                 # Jittered and capped low: several processes polling in step would starve each other.
                 time.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, POLL_MAX_S)
+                continue
             except duckdb.Error as exc:
                 raise StoreError(
                     f"{self.path}: not a trajreview database: {str(exc).splitlines()[0]}"
                 ) from exc
+            if waited:  # another waiter touches it again at its next try
+                with suppress(OSError):
+                    waiting_marker(self.path).unlink()
+            return con
 
     def close(self) -> None:
         self._con.close()
@@ -219,8 +245,10 @@ class ShortLivedStore:
     `Store`: their parsing and computing (seconds to minutes) run with the file closed, and another
     process (the app saving a gold edit) waits only for one short operation.
     Each operation opens the file (retrying on the lock for `lock_timeout_s`) and closes it after.
-    Two operations in a row leave the file free for at least TURN_S in between, longer than a waiting
-    process sleeps between its tries (POLL_MAX_S): a run of short reads never starves the app's save. `holds` records how long each open held the file (the save benchmark reads it).
+    While another process waits for the file (`someone_waits`), two operations in a row leave it free for
+    at least TURN_S in between, longer than a waiting process sleeps between its tries (POLL_MAX_S): a run
+    of short reads never starves the app's save; alone with the file, a command does not wait.
+    `holds` records how long each open held the file (the save benchmark reads it).
     """
 
     TURN_S = 0.15
@@ -235,7 +263,8 @@ class ShortLivedStore:
     @contextmanager
     def _open(self) -> Iterator[Store]:
         warm_arrow()  # never inside the hold: the first Arrow conversion of a process imports pandas
-        time.sleep(max(0.0, self._closed_at + self.TURN_S - time.monotonic()))
+        if someone_waits(self.path):
+            time.sleep(max(0.0, self._closed_at + self.TURN_S - time.monotonic()))
         store = Store(self.path, lock_timeout_s=self.lock_timeout_s)
         opened = time.perf_counter()
         try:
