@@ -260,13 +260,22 @@ def test_the_task_page_shows_the_suggestion_and_accept_labels_the_task(open_page
 
 def test_step_evidence_links_to_the_step_and_a_model_suggestion_says_so(open_page, seeded):
     with Store(seeded, read_only=True) as s:
-        task, step = s.query(
-            "SELECT task_id, (evidence->0->>'step_idx')::INTEGER FROM failure_causes WHERE run = ? AND is_primary"
-            " AND cause = 'looped' ORDER BY task_id LIMIT 1", [OPAGENT],
+        task, step, last, n = s.query(
+            "SELECT task_id, (evidence->0->>'step_idx')::INTEGER, (evidence->-1->>'step_idx')::INTEGER,"
+            " json_array_length(evidence) AS n FROM failure_causes WHERE run = ? AND is_primary"
+            " AND cause = 'looped' ORDER BY n DESC, task_id LIMIT 1", [OPAGENT],
         )[0]  # fmt: skip
     at = open_page(seeded, "views/task.py", name="Ada", run=OPAGENT, task=str(task))
     queries = [link.proto.query_string for link in at.get("page_link")]
     assert f"run={OPAGENT}&task={task}&tab=Steps&step={step}" in queries
+    # The rule named after its cause is not named again; past the first few, the evidence is folded away.
+    text = page_texts(at).replace("*", "")
+    assert "Suggested cause: looped · found by a rule" in text and "rule looped" not in text
+    assert n > 3
+    more = next(e for e in at.expander if e.label == f"{n - 3} more evidence items")
+    assert f"run={OPAGENT}&task={task}&tab=Steps&step={last}" in [
+        link.proto.query_string for link in more.get("page_link")
+    ]
     at = open_page(seeded, "views/task.py", name="Ada", run=OPEN_TASK[0], task=str(OPEN_TASK[1]))
     text = page_texts(at)
     assert "suggested by a model" in text and "The model's reasoning:" in text

@@ -163,6 +163,23 @@ def test_going_back_is_no_loop_and_a_repeated_cycle_is(facts):
     assert looped(replace(f, steps=steps, termination="answered", answer="Order #180")) is None
 
 
+@pytest.mark.parametrize(
+    ("action", "is_back"),
+    [
+        ("go_back()", True),
+        ("press('Alt+Left')", True),
+        ("mcp__gbox-browser__click: {'target': 'Back button at the top of the page'}", True),  # babelcloud
+        ("mcp__gbox-browser__click: {'target': 'back navigation arrow button at the top'}", True),
+        ("click('Back to cart')", False),  # a link whose label starts with the word
+        ("mcp__gbox-browser__press_key: {'keys': ['backspace']}", False),
+    ],
+)
+def test_what_counts_as_going_back(action, is_back):
+    from core.diagnose.rules import _BACK
+
+    assert bool(_BACK.search(action)) is is_back
+
+
 def test_an_unreachable_proxy_is_the_environment(facts):
     from core.diagnose.rules_site import tool_server_errors
 

@@ -64,8 +64,13 @@ def step_limit(facts: TaskFacts) -> Finding | None:
     )  # fmt: skip
 
 
-# Going back is how an agent walks a list (open an item, back, the next): repeated, it is no loop.
-_BACK = re.compile(r"go_?back|arrowleft|alt\+left|'alt', 'left'|\bback\b", re.IGNORECASE)
+# Going back is how an agent walks a list (open an item, back, the next): repeated, it is no loop. The
+# browser's back (go_back, Alt+Left) or a page's back button; not every click on a word "back" ("Back to
+# cart" is a link like any other).
+_BACK = re.compile(
+    r"go_?back|arrowleft|alt\+left|'alt', 'left'|\bback (?:button|arrow|navigation)|\b(?:navigate|browser) back\b",
+    re.IGNORECASE,
+)
 
 
 def _repeated(facts: TaskFacts) -> tuple[str, list[int]] | None:

@@ -7,6 +7,7 @@ facts (docs/failure-causes.md).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -41,24 +42,36 @@ def _telling_answer(answer: str | None) -> bool:
     return _real_answer(answer) and not _COMMONPLACE.match(answer or "")
 
 
-def witnesses(facts: TaskFacts) -> tuple[list[WitnessFact], list[WitnessFact]]:
-    """Other agents' runs of this task: those that gave the same answer and failed too (evidence against
-    the reference), and those that passed with another answer (evidence against the agent)."""
-    if not _telling_answer(facts.answer):
+def split_witnesses(
+    answer: str | None, agent: str | None, others: Iterable[WitnessFact]
+) -> tuple[list[WitnessFact], list[WitnessFact]]:
+    """Other agents' runs of a task (runs of `agent` itself left out): those that gave the same answer and
+    failed too (evidence against the reference), and those that passed with another answer (evidence
+    against the agent). None for an answer whose agreement says nothing (`_telling_answer`)."""
+    if not _telling_answer(answer):
         return [], []
-    others = [w for w in facts.witnesses if w.agent is None or w.agent != facts.agent]
-    agree = [w for w in others if w.status != "success" and same_answer(facts.answer or "", w.answer)]
-    against = [w for w in others if w.status == "success" and not same_answer(facts.answer or "", w.answer)]
+    others = [w for w in others if w.agent is None or w.agent != agent]
+    agree = [w for w in others if w.status != "success" and same_answer(answer or "", w.answer)]
+    against = [w for w in others if w.status == "success" and not same_answer(answer or "", w.answer)]
     return agree, against
+
+
+def witnesses(facts: TaskFacts) -> tuple[list[WitnessFact], list[WitnessFact]]:
+    return split_witnesses(facts.answer, facts.agent, facts.witnesses)
+
+
+def witness_text(w: WitnessFact, task_id: int) -> str:
+    verdict = "passed" if w.status == "success" else "failed"
+    return f"run {w.run} {verdict} task {task_id} answering {quote(w.answer, 80)}"
 
 
 def witness_evidence(
     facts: TaskFacts, agree: list[WitnessFact], against: list[WitnessFact]
 ) -> list[Evidence]:
     def one(w: WitnessFact, supports: bool) -> Evidence:
-        verdict = "passed" if w.status == "success" else "failed"
-        text = f"run {w.run} {verdict} task {facts.task_id} answering {quote(w.answer, 80)}"
-        return Evidence("witness", text, run=w.run, task_id=facts.task_id, supports=supports)
+        return Evidence(
+            "witness", witness_text(w, facts.task_id), run=w.run, task_id=facts.task_id, supports=supports
+        )
 
     return [one(w, True) for w in agree] + [one(w, False) for w in against]
 
@@ -82,19 +95,33 @@ def _reference_text(facts: TaskFacts) -> str:
     return "; ".join(str(p) for p in parts if p) or "(the run's own reference)"
 
 
+def verified_value_text(evaluators: Any) -> str | None:
+    """WebArena-Verified's expected value from its evaluators: the retrieved data (or the status it expects
+    instead), and the page or request each network check expects; None when it checks nothing recorded."""
+    parts = []
+    for evaluator in evaluators if isinstance(evaluators, list | tuple) else []:
+        expected = evaluator.get("expected") if isinstance(evaluator, dict) else None
+        if not isinstance(expected, dict):
+            continue
+        if evaluator.get("evaluator") == "AgentResponseEvaluator":
+            status = str(expected.get("status") or "SUCCESS")
+            if status != "SUCCESS":
+                parts.append(f"status {status}")
+            elif expected.get("retrieved_data") is not None:
+                parts.append(compact(expected["retrieved_data"]))
+        elif evaluator.get("evaluator") == "NetworkEventEvaluator" and expected.get("url"):
+            query = expected.get("query_params")
+            parts.append(str(expected["url"]) + (f"?{compact(query)}" if query else ""))
+    return "; ".join(parts) or None
+
+
 def _verified_text(facts: TaskFacts) -> str | None:
-    if facts.verified_data is not None:
-        return _compact(facts.verified_data)
-    for evaluator in facts.verified_evaluators:
-        expected = evaluator.get("expected") or {}
-        if evaluator.get("evaluator") == "NetworkEventEvaluator" and expected.get("url"):
-            query = expected.get("query_params") or {}
-            return expected["url"] + ("?" + _compact(query) if query else "")
-    return None
+    return verified_value_text(facts.verified_evaluators)
 
 
-def _compact(value: Any) -> str:
-    return orjson.dumps(value).decode()[:300]
+def compact(value: Any, limit: int = 300) -> str:
+    """A value as one line of JSON, cut at `limit` characters."""
+    return orjson.dumps(value).decode()[:limit]
 
 
 def other_runs_agree(facts: TaskFacts) -> Finding | None:

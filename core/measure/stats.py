@@ -7,6 +7,7 @@ gives the same interval.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -61,9 +62,14 @@ def _resample_counts(n: int, resamples: int, seed: int) -> np.ndarray:
 
 
 def _interval(
-    data: np.ndarray, resamples: int, seed: int, counts: np.ndarray | None = None
+    data: np.ndarray,
+    resamples: int,
+    seed: int,
+    counts: np.ndarray | None = None,
+    distinct: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, float]:
-    values, value_counts = np.unique(data, return_counts=True)
+    """`distinct`: `np.unique(data, return_counts=True)`, when the caller has it already."""
+    values, value_counts = distinct if distinct is not None else np.unique(data, return_counts=True)
     if values.size <= _FEW_VALUES:
         # Few distinct values (success 0/1, paired differences -1/0/1): resampling n values with
         # replacement is drawing their counts from a multinomial, which costs resamples x k, not
@@ -101,17 +107,21 @@ def bootstrap_cis(
     """`bootstrap_ci` of each series, the same intervals (to floating-point rounding), with one resample
     matrix per series length: the metrics of a comparison, mostly of one length, cost one draw and a matrix
     product each instead of a draw each."""
+    defined = [_defined(values) for values in series]
+    lengths = Counter(data.size for data in defined)
     shared: dict[int, np.ndarray] = {}
     out: list[tuple[float | None, float | None]] = []
-    for values in series:
-        data = _defined(values)
+    for data in defined:
         if data.size < MIN_N_BOOTSTRAP:
             out.append((None, None))
             continue
-        many = np.unique(data).size > _FEW_VALUES
-        if many and data.size not in shared and sum(len(_defined(s)) == data.size for s in series) > 1:
+        values, value_counts = np.unique(data, return_counts=True)
+        many = values.size > _FEW_VALUES
+        if many and data.size not in shared and lengths[data.size] > 1:
             shared[data.size] = _resample_counts(data.size, resamples, seed)
-        out.append(_interval(data, resamples, seed, shared.get(data.size) if many else None))
+        out.append(
+            _interval(data, resamples, seed, shared.get(data.size) if many else None, (values, value_counts))
+        )
     return out
 
 

@@ -26,11 +26,11 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from core.diagnose.rules_defects import same_answer
+from core.diagnose.facts import WitnessFact
+from core.diagnose.rules_defects import compact, split_witnesses, verified_value_text, witness_text
 from core.queries.defect_rate import (
     CONFIRMED_LABEL,
     DEFECT_CAUSE,
-    FAILED,
     DefectRate,
     confirmed_defects_sql,
     defect_rate,
@@ -50,6 +50,7 @@ CONFIRMED, REJECTED, NOT_REVIEWED = "confirmed", "rejected", "not reviewed"
 # Checks that read the last page (or the trace), not the answer: the agent's side is its last URL.
 PAGE_CHECKS = frozenset({"url_match", "program_html", "NetworkEventEvaluator"})
 TEXT_LIMIT = 500  # a cell of the list; the task page shows the whole text
+_NO_VERIFIED_VALUE = "(no value: WebArena-Verified checks nothing this run records)"
 _CHECK_PREFIX = re.compile(r"^\s*([A-Za-z_]+):")
 
 
@@ -146,7 +147,7 @@ ORDER BY ids.task_id
 
 # The other runs' attempts at the listed tasks (runs of the same agent left out, as the rules do).
 _OTHERS = """
-SELECT e.task_id, e.run, e.status, coalesce(t.final_answer, ar.raw_text) AS answer
+SELECT e.task_id, e.run, r.agent, e.status, coalesce(t.final_answer, ar.raw_text) AS answer
 FROM evaluations e
 JOIN runs r ON r.name = e.run
 LEFT JOIN trajectories t ON t.run = e.run AND t.task_id = e.task_id AND t.is_answer
@@ -160,10 +161,6 @@ ORDER BY e.task_id, e.run
 def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
     text = normalise_text(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _compact(value: Any) -> str:
-    return orjson.dumps(value).decode()
 
 
 def value_text(value: Any) -> str:
@@ -184,27 +181,7 @@ def value_text(value: Any) -> str:
         return "; ".join(parts)
     if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
         return "; ".join(str(v) for v in value)
-    return _compact(value)
-
-
-def _verified_text(evaluators: Any) -> str:
-    """WebArena-Verified's expected value: the retrieved data (or the status it expects instead), and the
-    page or request each network check expects."""
-    parts = []
-    for evaluator in evaluators if isinstance(evaluators, list) else []:
-        expected = evaluator.get("expected") if isinstance(evaluator, dict) else None
-        if not isinstance(expected, dict):
-            continue
-        if evaluator.get("evaluator") == "AgentResponseEvaluator":
-            status = str(expected.get("status") or "SUCCESS")
-            if status != "SUCCESS":
-                parts.append(f"status {status}")
-            elif expected.get("retrieved_data") is not None:
-                parts.append(_compact(expected["retrieved_data"]))
-        elif evaluator.get("evaluator") == "NetworkEventEvaluator" and expected.get("url"):
-            query = expected.get("query_params")
-            parts.append(str(expected["url"]) + (f"?{_compact(query)}" if query else ""))
-    return "; ".join(parts) or "(no value: WebArena-Verified checks nothing this run records)"
+    return compact(value, TEXT_LIMIT)
 
 
 def _reference_text(row: dict[str, Any]) -> str:
@@ -239,25 +216,16 @@ def _evidence(raw: str | None) -> tuple[dict[str, Any] | None, list[dict[str, An
     return compared, witnesses, (str(evaluators[0].get("text") or "") if evaluators else None)
 
 
-def _same(a: str | None, b: str | None) -> bool:
-    """The same answer as the diagnosis rules read it (the same value, or the same words)."""
-    return bool(a) and same_answer(a or "", b)
-
-
-def _fallback_witnesses(
-    task_id: int, answer: str | None, others: list[dict[str, Any]]
-) -> tuple[Witness, ...]:
-    found = []
-    for o in others:
-        if o["status"] in FAILED and _same(answer, o["answer"]):
-            found.append((o, True))
-        elif o["status"] == "success" and answer and not _same(answer, o["answer"]):
-            found.append((o, False))
+def _fallback_witnesses(row: dict[str, Any], others: list[dict[str, Any]]) -> tuple[Witness, ...]:
+    """The other runs' attempts at the task read as the witness rule reads them (rows without witness
+    evidence: written before it, or a reviewer's label alone)."""
+    facts = [WitnessFact(o["run"], o["agent"], o["status"], o["answer"], None) for o in others]
+    agree, against = split_witnesses(row["answer"], None, facts)  # _OTHERS left the same agent's runs out
     return tuple(
-        Witness(o["run"], task_id, f"run {o['run']} {'passed' if o['status'] == 'success' else 'failed'} task "
-                f"{task_id} answering {_clip(o['answer'] or '(nothing)', 80)!r}", supports)
-        for o, supports in found
-    )  # fmt: skip
+        Witness(w.run, row["task_id"], witness_text(w, row["task_id"]), supports)
+        for group, supports in ((agree, True), (against, False))
+        for w in group
+    )
 
 
 def _defect(run: str, row: dict[str, Any], others: list[dict[str, Any]]) -> Defect:
@@ -286,7 +254,7 @@ def _defect(run: str, row: dict[str, Any], others: list[dict[str, Any]]) -> Defe
     verified = (
         str(compared["verified"])
         if compared and compared.get("verified") is not None
-        else _verified_text(parse_json(row["verified_eval"]))
+        else verified_value_text(parse_json(row["verified_eval"])) or _NO_VERIFIED_VALUE
     )
     if witness_items:
         witnesses = tuple(
@@ -295,7 +263,7 @@ def _defect(run: str, row: dict[str, Any], others: list[dict[str, Any]]) -> Defe
             for w in witness_items
         )  # fmt: skip
     else:
-        witnesses = _fallback_witnesses(row["task_id"], row["answer"], others)
+        witnesses = _fallback_witnesses(row, others)
     if not is_missing(row["decided_at"]):
         review, by, at = CONFIRMED, row["decided_by"], row["decided_at"]
     elif not is_missing(row["rejected_at"]):

@@ -77,14 +77,17 @@ def _diagnosed_cause(item: FailureItem) -> tuple[str, str | None]:
 
 
 def group_failures(
-    items: list[FailureItem], key: Callable[[FailureItem], tuple[str, str | None]] = _cause
+    items: list[FailureItem],
+    key: Callable[[FailureItem], tuple[str, str | None]] = _cause,
+    last: frozenset[str] = frozenset(),
 ) -> list[FailureGroup]:
-    """Items grouped by `key` (cause, evaluators), biggest group first, tasks by id."""
+    """Items grouped by `key` (cause, evaluators), biggest group first, tasks by id; groups whose cause is
+    in `last` after every other, whatever their size."""
     groups: dict[tuple[str, str | None], FailureGroup] = {}
     for item in items:
         k = key(item)
         groups.setdefault(k, FailureGroup(cause=k[0], evaluators=k[1])).items.append(item)
-    return sorted(groups.values(), key=lambda g: (-len(g.items), g.cause))
+    return sorted(groups.values(), key=lambda g: (g.cause in last, -len(g.items), g.cause))
 
 
 def latest_run(store: Store) -> str | None:
@@ -122,6 +125,5 @@ def failures_by_cause(store: Store, run: str) -> list[FailureGroup]:
     if not diagnosed:
         return group_failures(items)
     # The causes found first, then what names none (no specific cause, undecided), whatever their size.
-    unnamed = {cause_name(NO_SPECIFIC), cause_name(UNDECIDED), cause_name(None)}
-    groups = group_failures(items, _diagnosed_cause)
-    return [g for g in groups if g.cause not in unnamed] + [g for g in groups if g.cause in unnamed]
+    unnamed = frozenset({cause_name(NO_SPECIFIC), cause_name(UNDECIDED), cause_name(None)})
+    return group_failures(items, _diagnosed_cause, last=unnamed)

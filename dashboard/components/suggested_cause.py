@@ -16,6 +16,8 @@ from dashboard.db import read, read_only, write
 from dashboard.identity import ask_reviewer_name
 from dashboard.text import escape_md
 
+EVIDENCE_SHOWN = 3  # evidence items shown open; the rest under an expander
+
 
 def _evidence(run: str, task_id: int, e: q.Evidence) -> None:
     text = escape_md(e.text, 160)
@@ -73,15 +75,24 @@ def render(run: str, task_id: int, failed: bool) -> None:
             st.markdown(f":gray[:material/help: **{NO_SPECIFIC_SENTENCE}**]")
             st.caption(escape_md(p.summary, limit=None))
         else:
-            by = "suggested by a model" if p.source == "model" else f"rule {escape_md(p.rule or '?')}"
+            if p.source == "model":
+                by = "suggested by a model"
+            elif p.rule and p.rule != p.cause:  # a rule named after its cause would say the cause twice
+                by = f"rule {escape_md(p.rule)}"
+            else:
+                by = "found by a rule"
             st.markdown(f"**Suggested cause: {escape_md(p.name)}** · {by}")
             st.markdown(escape_md(p.summary, limit=None))
         if p.precision is not None:
             st.caption(f"This rule was {escape_md(p.precision.sentence())} by our reviewers.")
         if p.source == "model" and p.reasoning:
             st.caption(f"The model's reasoning: {escape_md(p.reasoning, limit=None)}")
-        for e in p.evidence:
+        for e in p.evidence[:EVIDENCE_SHOWN]:
             _evidence(run, task_id, e)
+        if len(p.evidence) > EVIDENCE_SHOWN:  # a loop cites every repeated step: the first few say it
+            with st.expander(f"{len(p.evidence) - EVIDENCE_SHOWN} more evidence items"):
+                for e in p.evidence[EVIDENCE_SHOWN:]:
+                    _evidence(run, task_id, e)
         if found.others:
             st.caption("Also found: " + "; ".join(
                 f"{escape_md(c.name)} ({escape_md(c.summary, 160)})" for c in found.others))  # fmt: skip
