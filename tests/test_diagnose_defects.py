@@ -175,9 +175,9 @@ def test_going_back_is_no_loop_and_a_repeated_cycle_is(facts):
     ],
 )
 def test_what_counts_as_going_back(action, is_back):
-    from core.diagnose.rules import _BACK
+    from core.diagnose.rules import GOING_BACK
 
-    assert bool(_BACK.search(action)) is is_back
+    assert bool(GOING_BACK.search(action)) is is_back
 
 
 def test_an_unreachable_proxy_is_the_environment(facts):

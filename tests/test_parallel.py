@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from functools import partial
 
 import pytest
@@ -122,7 +123,27 @@ def test_a_stop_while_a_worker_starts_leaves_no_worker_behind(tmp_path, repo_roo
     script.write_text(_INTERRUPTED_SPAWN_SCRIPT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo_root), str(tmp_path)])}
     # communicate() returns once every holder of stderr has exited, a worker left behind included.
+    # SIGINT back to its default in the child: a suite started in the background (`make test &`) runs with
+    # it ignored, and a child inherits that (tests/test_signals.py::_as_from_a_terminal).
     done = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+                          timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     assert done.returncode == 130, done.stderr[-2000:]
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
+
+
+def _manager_threads() -> list:
+    import threading
+
+    return [t for t in threading.enumerate() if type(t).__name__ == "_ExecutorManagerThread" and t.is_alive()]
+
+
+def test_a_pool_left_on_an_error_has_ended_its_manager_thread():
+    """Left running, the pool's manager thread closes its wake-up pipe while CPython 3.11's exit handler
+    writes to it: a failed command printed 'OSError: Bad file descriptor' after its one line."""
+    from core.files.parallel import WorkerPool
+
+    before = _manager_threads()
+    with pytest.raises(RuntimeError), WorkerPool(2) as pool:
+        assert pool.map_chunks(square_chunk, range(8), chunk_size=1)  # the workers are up
+        raise RuntimeError("the command failed")
+    assert _manager_threads() == before

@@ -67,7 +67,7 @@ def step_limit(facts: TaskFacts) -> Finding | None:
 # Going back is how an agent walks a list (open an item, back, the next): repeated, it is no loop. The
 # browser's back (go_back, Alt+Left) or a page's back button; not every click on a word "back" ("Back to
 # cart" is a link like any other).
-_BACK = re.compile(
+GOING_BACK = re.compile(
     r"go_?back|arrowleft|alt\+left|'alt', 'left'|\bback (?:button|arrow|navigation)|\b(?:navigate|browser) back\b",
     re.IGNORECASE,
 )
@@ -77,7 +77,7 @@ def _repeated(facts: TaskFacts) -> tuple[str, list[int]] | None:
     actions = [s for s in facts.actions if s.action and s.action != "none" and not s.answer]
     if not actions:
         return None
-    counts = Counter(s.action for s in actions if not _BACK.search(s.action))
+    counts = Counter(s.action for s in actions if not GOING_BACK.search(s.action))
     if not counts:
         return _cycled(actions)
     action, count = counts.most_common(1)[0]

@@ -140,18 +140,21 @@ class WorkerPool:
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         if self.executor is not None:
             executor, self.executor = self.executor, None
-            # Every result is in; forked workers exit at once, nothing to wait for.
-            executor.shutdown(wait=False, cancel_futures=True)
-            if exc_type is not None:
-                # Ctrl-C or SIGTERM (the CLI turns it into KeyboardInterrupt), or an error: stop the workers
-                # now instead of letting them finish the chunks they hold, so none outlives the command.
-                for worker in multiprocessing.active_children():
-                    worker.terminate()
-                # Then let the pool's manager thread see them gone and end: left running, it could be
-                # closing its wake-up pipe while CPython 3.11's exit handler writes to it, and a command
-                # that had failed in one line printed "OSError: Bad file descriptor" after it (seen under
-                # load in tests/test_cli.py::test_the_pooled_commands_through_the_entry_point).
-                executor.shutdown(wait=True)
+            if exc_type is None:
+                # Every result is in; forked workers exit at once, nothing to wait for.
+                executor.shutdown(wait=False, cancel_futures=True)
+                return
+            # Ctrl-C or SIGTERM (the CLI turns it into KeyboardInterrupt), or an error: stop the workers now
+            # instead of letting them finish the chunks they hold, so none outlives the command.
+            for worker in multiprocessing.active_children():
+                worker.terminate()
+            # Then wait for the pool's manager thread to see them gone and end (`shutdown(wait=True)` joins
+            # it; a worker still starting gets no work and exits). Left running, it closes its wake-up pipe
+            # while CPython 3.11's exit handler writes to it, unlocked, and a command that had failed in one
+            # line printed "OSError: Bad file descriptor" after it (seen under load in
+            # tests/test_cli_start.py and test_cli.py). A `shutdown(wait=False)` first would drop the
+            # executor's reference to that thread, and the join would then wait for nothing.
+            executor.shutdown(wait=True, cancel_futures=True)
 
     def call(self, fn: Callable[..., R], *args: Any) -> R:
         """`fn(*args)` in a worker (whose imports are then done), or here without workers."""
