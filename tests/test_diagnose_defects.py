@@ -221,3 +221,20 @@ def test_equivalent_values_on_a_real_string_check(facts):
     long = replace(f, original_reference={"exact_match": "12"}, answer="12 " + "and more words " * 10)
     assert equivalent_values(long) is None
     assert equivalent_values(replace(rounded, answer="The total is $359.56")) is None
+
+
+def test_a_count_verified_corrected_is_a_strict_evaluator(full_demo_db):
+    """babelcloud's task 29 (the whole run): the original reference wants a count of 1, WebArena-Verified
+    corrected it to 0 (and asks for the post's title and author too), and the agent answered 0."""
+    from core.diagnose.rules_site import verified_corrected_value
+
+    with Store(full_demo_db, read_only=True) as store:
+        f = next(f for f in load_facts(store, BABEL) if f.task_id == 29)
+    assert f.original_reference["must_include"] == ["1"] and f.answer == "0"
+    found = verified_corrected_value(f)
+    assert found is not None and found.cause == "evaluator_strict"
+    assert "'1'" in found.summary and "corrected it to '0'" in found.summary
+    assert verified_corrected_value(replace(f, answer="1")) is None  # the original value: not this rule
+    assert verified_corrected_value(replace(f, answer="2")) is None  # neither value
+    kept = replace(f, verified_data=[{**f.verified_data[0], "count": 1}])
+    assert verified_corrected_value(replace(kept, answer="0")) is None  # Verified kept the original's value

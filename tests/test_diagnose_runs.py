@@ -90,7 +90,7 @@ def test_agreement_on_the_held_out_labels(whole):
     51 to the fallback, 2 undecided. Not blind any more: the last rule changes were made after reading its
     misses. evaluator_strict recall 0.32 (12 of 38)."""
     result = agreement_from_labels(whole, DEVELOPED, "holdout")
-    assert (result.n, result.n_undecided, result.n_fallback) == (33, 2, 51)
+    assert (result.n, result.n_undecided, result.n_fallback) == (34, 2, 50)
     assert result.accuracy >= 0.75 and result.kappa >= 0.65 and result.kappa_all >= 0.25
     only = agreement_from_labels(whole, DEVELOPED, "holdout", runs_only=[OPAGENT])
     held_out = sum(1 for path in DEVELOPED for row in read_labels(path, "holdout") if row[0] == OPAGENT)
@@ -108,7 +108,7 @@ def test_agreement_on_all_labels_and_where_the_rules_are_sure(whole):
     scores = {s.cause: s for s in result.per_cause}
     assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_suggested >= 25
     assert scores["looped"].precision >= 0.9
-    assert (result.n_fallback, result.n_fallback_right) == (103, 23)
+    assert (result.n_fallback, result.n_fallback_right) == (102, 23)
 
 
 def test_agreement_on_the_tune_half_is_higher(whole):

@@ -31,9 +31,9 @@ class RulePrecision:
         )
 
 
-# Measured on the 172 labels of opagent.csv, babelcloud.csv, added.csv and fresh.csv (every split), `rules-2`.
+# Measured on the 172 labels of opagent.csv, babelcloud.csv, added.csv and fresh.csv (every split), `rules-3`.
 RULE_PRECISION: dict[str, RulePrecision] = {
-    "answered_wrong": RulePrecision(23, 103),
+    "answered_wrong": RulePrecision(23, 102),
     "differs_only_in_format": RulePrecision(9, 9),
     "gave_up": RulePrecision(11, 14),
     "invalid_action": RulePrecision(0, 3),
@@ -44,6 +44,7 @@ RULE_PRECISION: dict[str, RulePrecision] = {
     "step_limit": RulePrecision(0, 1),
     "tool_server_errors": RulePrecision(1, 2),
     "trace_server_errors": RulePrecision(1, 1),
+    "verified_corrected_value": RulePrecision(1, 1),
     "verified_reference_matches": RulePrecision(11, 11),
     "verified_url_reached": RulePrecision(2, 2),
 }

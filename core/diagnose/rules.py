@@ -33,12 +33,13 @@ from core.diagnose.rules_site import (
     response_site_failed,
     tool_server_errors,
     trace_server_errors,
+    verified_corrected_value,
     verified_reference_matches,
 )  # fmt: skip
 from core.diagnose.taxonomy import PRECEDENCE
 from core.scoring.offline.urls import canonical_url
 
-RULES_VERSION = "rules-2"
+RULES_VERSION = "rules-3"
 
 # Thresholds, chosen on the `tune` half of the labels only (tests/fixtures/failure_labels).
 LOOP_MIN_REPEATS = 5  # the same action at least this often ...
@@ -296,7 +297,8 @@ def answered_wrong(facts: TaskFacts) -> Finding | None:
 
 RULES: tuple[Callable[[TaskFacts], Finding | None], ...] = (
     trace_server_errors, response_site_failed, tool_server_errors,
-    offline_evaluators_pass, differs_only_in_format, verified_reference_matches, equivalent_values,
+    offline_evaluators_pass, differs_only_in_format, verified_reference_matches, verified_corrected_value,
+    equivalent_values,
     verified_url_reached, other_runs_agree,
     looped, step_limit, invalid_action, gave_up, near_miss_entity, drifted_off_site, answered_wrong,
 )  # fmt: skip

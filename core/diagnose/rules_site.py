@@ -176,6 +176,51 @@ def _value_in(value: str | int | float, answer: str) -> bool:
     return bool(words) and re.search(rf"\b{re.escape(words)}\b", text) is not None
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _original_values(facts: TaskFacts) -> list[str]:
+    """The values the original reference requires of the answer (must_include, or the exact match)."""
+    ref = facts.original_reference
+    values = [*(ref.get("must_include") or [])]
+    if ref.get("exact_match") is not None:
+        values.append(ref["exact_match"])
+    return [str(v) for v in values if str(v).strip()]
+
+
+def verified_corrected_value(facts: TaskFacts) -> Finding | None:
+    """The original reference asks one value, WebArena-Verified corrected it (its reference holds another
+    value of the same kind where the original had this one), and the answer is Verified's value, not the
+    original's: the check failed on the value Verified changed (a count of 1 corrected to 0)."""
+    if facts.verdict_source == "webarena-verified" or facts.expected_status not in (None, "SUCCESS"):
+        return None
+    original = _original_values(facts)
+    if len(original) != 1 or not facts.answer or len(facts.answer) > 300:
+        return None
+    (wanted,) = original
+    is_number = bool(_NUMBER.fullmatch(wanted.strip()))
+    # Verified's values of the same kind (a number for a number): one of them must be the answer, and
+    # none the original value (else Verified did not change it).
+    same_kind = [
+        alt
+        for req in _leaves(facts.verified_data)
+        for alt in req
+        if isinstance(alt, int | float) == is_number
+    ]
+    if any(_value_in(v, wanted) for v in same_kind) or _value_in(
+        float(wanted) if is_number else wanted, facts.answer
+    ):
+        return None
+    matched = [v for v in same_kind if _value_in(v, facts.answer)]
+    if len(matched) != 1:
+        return None
+    return _strict_finding(
+        facts, "verified_corrected_value",
+        f"The original reference wants {quote(wanted, 30)}; WebArena-Verified corrected it to "
+        f"{quote(str(matched[0]), 30)}, which is what the agent answered ({quote(facts.answer, 50)}).",
+    )  # fmt: skip
+
+
 def verified_reference_matches(facts: TaskFacts) -> Finding | None:
     """The run was scored against the original reference, and the answer holds every value the
     corrected WebArena-Verified reference expects."""
