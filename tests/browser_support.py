@@ -89,6 +89,26 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
     page.wait_for_timeout(150)
 
 
+# True once the page has not changed for `quiet` ms and no script run is shown (a MutationObserver on the
+# document records the last change; the first call installs it).
+_SETTLED = """(quiet) => {
+  if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
+  if (window.__lastChange === undefined) {
+    window.__lastChange = performance.now();
+    new MutationObserver(() => { window.__lastChange = performance.now(); })
+      .observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
+    return false;
+  }
+  return performance.now() - window.__lastChange >= quiet;
+}"""
+
+
+def wait_settled(page, quiet_ms: int = 500, timeout_ms: int = 60_000) -> None:
+    """Until the page has not changed for `quiet_ms` (charts drawn, tables laid out, a second script run
+    that query parameters start finished): what a fixed pause guessed at, measured."""
+    page.wait_for_function(_SETTLED, arg=quiet_ms, timeout=timeout_ms, polling=100)
+
+
 @contextmanager
 def launched_chromium() -> Iterator:
     """Debian's chromium started through Playwright, closed after."""

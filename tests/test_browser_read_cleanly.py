@@ -9,7 +9,7 @@ import re
 import shutil
 
 import pytest
-from browser_support import chromium_available, serve, wait_idle, wait_url
+from browser_support import chromium_available, serve, wait_idle, wait_settled, wait_url
 
 from core.queries.failures import failures_by_cause, latest_run
 from core.store import Store
@@ -87,8 +87,7 @@ def _open(page, url: str) -> None:
         timeout=90_000,
     )
     wait_idle(page)
-    page.wait_for_timeout(1_000)
-    wait_idle(page)
+    wait_settled(page)
 
 
 @pytest.mark.parametrize("path", PAGES)

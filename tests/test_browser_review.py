@@ -149,11 +149,10 @@ def test_hostile_agent_text_stays_text(browser_page, served, path):
         page.wait_for_timeout(500)
         _no_exception(page)
         _no_injection(page)
-    # The text is shown, not dropped: a reviewer must see what the agent wrote.
-    with browser_page() as page:
-        page.goto(served + "/task?run=hostile-run&task=21")
-        wait_idle(page)
-        page.get_by_text("window.__xss", exact=False).first.wait_for(timeout=30_000)
+        if path == "/task?run=hostile-run&task=21":
+            # The text is shown, not dropped: a reviewer must see what the agent wrote (once, on the task page:
+            # the other views of this run show the same text).
+            page.get_by_text("window.__xss", exact=False).first.wait_for(timeout=30_000)
 
 
 def test_hostile_run_name_stays_text_in_charts(browser_page, served):
