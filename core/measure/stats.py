@@ -7,7 +7,6 @@ gives the same interval.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -105,23 +104,28 @@ def bootstrap_cis(
     series: Sequence[Sequence[float]], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
 ) -> list[tuple[float | None, float | None]]:
     """`bootstrap_ci` of each series, the same intervals (to floating-point rounding), with one resample
-    matrix per series length: the metrics of a comparison, mostly of one length, cost one draw and a matrix
-    product each instead of a draw each."""
+    matrix per series length: the series of one length with many distinct values (a comparison's metrics)
+    cost one draw and one matrix product together, their percentiles one call."""
     defined = [_defined(values) for values in series]
-    lengths = Counter(data.size for data in defined)
-    shared: dict[int, np.ndarray] = {}
-    out: list[tuple[float | None, float | None]] = []
-    for data in defined:
+    out: list[tuple[float | None, float | None]] = [(None, None)] * len(defined)
+    by_length: dict[int, list[int]] = {}
+    for i, data in enumerate(defined):
         if data.size < MIN_N_BOOTSTRAP:
-            out.append((None, None))
             continue
         values, value_counts = np.unique(data, return_counts=True)
-        many = values.size > _FEW_VALUES
-        if many and data.size not in shared and lengths[data.size] > 1:
-            shared[data.size] = _resample_counts(data.size, resamples, seed)
-        out.append(
-            _interval(data, resamples, seed, shared.get(data.size) if many else None, (values, value_counts))
-        )
+        if values.size <= _FEW_VALUES:
+            out[i] = _interval(data, resamples, seed, distinct=(values, value_counts))
+        else:
+            by_length.setdefault(data.size, []).append(i)
+    for n, members in by_length.items():
+        if len(members) == 1:
+            out[members[0]] = _interval(defined[members[0]], resamples, seed)
+            continue
+        # resamples x n counts times n x k values: every member's resample means at once.
+        means = _resample_counts(n, resamples, seed) @ np.column_stack([defined[i] for i in members]) / n
+        lows, highs = np.percentile(means, [2.5, 97.5], axis=0)
+        for j, i in enumerate(members):
+            out[i] = (float(lows[j]), float(highs[j]))
     return out
 
 
