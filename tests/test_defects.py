@@ -410,3 +410,46 @@ def test_runs_page_shows_the_rate_with_confirmed_defects_beside_the_official_one
     labels = [link.proto.label.replace("\\", "") for link in at.get("page_link")]
     assert any(label.startswith(f"{OPAGENT}: {int(counts.loc[OPAGENT, 'suspected'])} suspected · 1 confirmed")
                for label in labels)  # fmt: skip
+
+
+def test_a_stored_value_reads_as_one_line_whatever_its_shape():
+    assert defects.value_text(None) == ""
+    assert defects.value_text("Mist") == "Mist"
+    assert (
+        defects.value_text({"must_include": ["a", "b"], "exact_match": "c", "fuzzy_match": "N/A"})
+        == "a; b; c; N/A"
+    )
+    assert defects.value_text([1, "two", 3.5]) == "1; two; 3.5"
+    nested = [{"username": "ziostraccette", "count": 0}]
+    assert defects.value_text(nested) == '[{"username":"ziostraccette","count":0}]'
+    assert len(defects.value_text([{"k": "x" * 2000}])) == defects.TEXT_LIMIT  # cut, as a cell of the list
+
+
+def test_the_table_says_what_confirmed_defects_move_and_a_run_without_any_says_so(db: Path):
+    with Store(db) as store:
+        task = defects.run_defects(store, OPAGENT)[0].task_id
+        _accept(store, OPAGENT, task)
+        rate = defects.run_defect_rate(store, OPAGENT)
+        assert defects.run_defects(store, WAV) == []
+    shown = run_cli("diagnose", "--defects", "--run", OPAGENT, db=db, check=True).stdout
+    assert f"success rate {rate.successes}/{rate.scored}; {rate.sentence()}" in " ".join(shown.split())
+    empty = run_cli("diagnose", "--defects", "--run", WAV, db=db, check=True).stdout
+    assert "suspected evaluator defects" not in empty and empty.strip()
+
+
+def test_without_a_failing_check_stored_the_reference_is_the_one_the_run_was_scored_with(db: Path):
+    """A defect whose task has no failing evaluator row (the run's own verdict alone, or rows written before
+    the comparison keys): the reference comes from the config the verdict used, here OpAgent's original one."""
+    with Store(db) as store:
+        strip_comparison(store, OPAGENT)
+        task = defects.run_defects(store, OPAGENT)[0].task_id
+        store.query("DELETE FROM evaluator_results WHERE run = ? AND task_id = ?", [OPAGENT, task])
+        original = parse_json(
+            store.query("SELECT reference_answers::VARCHAR FROM original_tasks WHERE task_id = ?", [task])[0][
+                0
+            ]
+        )
+        d = next(d for d in defects.run_defects(store, OPAGENT) if d.task_id == task)
+    wanted = [v for v in _leaves(original) if v]
+    assert wanted and all(normalise_text(v) in d.reference for v in wanted), (d.reference, original)
+    assert not d.from_evidence and d.check  # the check named by the rule's sentence, as stored
