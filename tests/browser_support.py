@@ -109,6 +109,69 @@ def wait_settled(page, quiet_ms: int = 500, timeout_ms: int = 60_000) -> None:
     page.wait_for_function(_SETTLED, arg=quiet_ms, timeout=timeout_ms, polling=100)
 
 
+# The app's page runs, as its websocket reports them: a run that ended to make way for another (a page
+# switch, a rerun) is not counted.
+_RUN_ENDED = {"FINISHED_SUCCESSFULLY", "FINISHED_WITH_COMPILE_ERROR"}
+
+
+def watch_runs(page) -> None:
+    """Count the script runs the served app finishes for `page` (its `script_finished` messages), so a test
+    waits for the run a navigation started rather than for a pause: before the app's scripts have started,
+    or while a slow page computes, the document can be quiet for longer than any pause guessed."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    ended = {ForwardMsg.ScriptFinishedStatus.Value(name) for name in _RUN_ENDED}
+    page.runs_finished = 0
+
+    def on_frame(payload) -> None:
+        if isinstance(payload, str):
+            return
+        msg = ForwardMsg.FromString(payload)
+        if msg.WhichOneof("type") == "script_finished" and msg.script_finished in ended:
+            page.runs_finished += 1
+
+    page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+
+
+def wait_run(page, after: int, timeout_s: float = 90) -> None:
+    """Until the app has finished a page run past the `after`th, then until the page is drawn."""
+    deadline = time.monotonic() + timeout_s
+    while page.runs_finished <= after:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the app finished no page run in {timeout_s:.0f} s at {page.url}")
+        page.wait_for_timeout(50)
+    wait_settled(page)
+
+
+# Go to a URL of the app inside the app: the path and query are pushed to the address bar and Streamlit's
+# own history handler runs the page they name, as when the reviewer goes back or forward.
+_GO_IN_APP = """(target) => {
+  window.__lastChange = performance.now();
+  history.pushState({}, '', target);
+  window.dispatchEvent(new PopStateEvent('popstate'));
+}"""
+
+
+def show(page, url: str, before: str | None = None) -> None:
+    """Show `url` in `page` and wait until its page run has finished and the page is drawn. A page that
+    already shows the app goes there inside the app (its page runs with the URL's parameters in the same
+    browser session, as after a link in the app): the app's scripts are not fetched, compiled and started
+    again, 4-6 s of a cold page on two cores against 1-2 s. A new page opens the URL cold. `before` (a
+    script) runs in the page first when it goes inside the app (a new page starts clean)."""
+    origin = url.split("/", 3)[:3]
+    if getattr(page, "runs_finished", 0) and page.url.split("/", 3)[:3] == origin:
+        if before:
+            page.evaluate(before)
+        finished = page.runs_finished
+        page.evaluate(_GO_IN_APP, "/" + url.split("/", 3)[3] if url.count("/") >= 3 else "/")
+    else:
+        if not hasattr(page, "runs_finished"):
+            watch_runs(page)
+        finished = page.runs_finished
+        page.goto(url)
+    wait_run(page, finished)
+
+
 @contextmanager
 def launched_chromium() -> Iterator:
     """Debian's chromium started through Playwright, closed after."""

@@ -56,7 +56,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # browser or a Streamlit page run and still land in the quick tier; `server` and `slow` are written on
 # the tests themselves.
 TIER_MARKS = ("whole_run", "browser", "pages", "server", "slow")
-BROWSER_FIXTURES = frozenset({"chromium", "browser_page"})
+BROWSER_FIXTURES = frozenset({"chromium", "browser_page", "app_view"})
 PAGE_FIXTURES = frozenset({"open_page", "gold_tab"})
 
 
@@ -197,18 +197,20 @@ def full_demo_db(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) ->
 
 
 class SharedChromium:
-    """The browser the browser tests of one process share, started by the first test that asks for it and
-    closed as soon as the next test does not use it: Playwright's sync API leaves its event loop set on
-    the thread while the browser lives, where any other test's `asyncio.run` (AppTest, a local OpenID
-    provider) would fail. A test module's pages share one browser context, so the app's scripts are
-    fetched and compiled once per module (about 0.6 s of each page's first load); each test still gets a
-    new page, and so a new Streamlit session opened cold from its URL."""
+    """The browser the browser tests of one module share, started by the first test that asks for it and
+    closed as soon as the next test does not use it or belongs to another module: Playwright's sync API
+    leaves its event loop set on the thread while the browser lives, where any other `asyncio.run` (AppTest,
+    a local OpenID provider, a module fixture's model client) would fail. A module's pages share one
+    browser context, so the app's scripts are fetched and compiled once per module (about 0.6 s of each
+    page's first load); a test using `browser_page` gets a new page, and so a new Streamlit session opened
+    cold from its URL; the read-only tests using `app_view` share one page (`kept_page`)."""
 
     def __init__(self) -> None:
         self._launched = None
         self.browser = None
         self._context = None
         self._context_owner: str | None = None
+        self._kept = None
 
     def get(self):
         if self.browser is None:
@@ -221,22 +223,37 @@ class SharedChromium:
     @contextmanager
     def page(self, owner: str, width: int = 1500, height: int = 1100) -> Iterator:
         """A new page of `owner`'s context (a module's), `width` x `height`, closed after."""
-        browser = self.get()
-        if self._context_owner != owner:
-            if self._context is not None:
-                self._context.close()
-            self._context, self._context_owner = browser.new_context(), owner
-        page = self._context.new_page()
+        page = self.page_context(owner).new_page()
         page.set_viewport_size({"width": width, "height": height})
         try:
             yield page
         finally:
             page.close()
 
+    def kept_page(self, owner: str, width: int = 1500, height: int = 1100, init_script: str | None = None):
+        """The page `owner`'s tests that only read share: kept open across them (closed with the module's
+        context), so each goes to its URL inside the app (`browser_support.show`) instead of starting the
+        app again. `init_script` runs in it before the app's own scripts."""
+        self.page_context(owner)
+        if self._kept is None or self._kept.is_closed():
+            self._kept = self._context.new_page()
+            if init_script:
+                self._kept.add_init_script(init_script)
+        self._kept.set_viewport_size({"width": width, "height": height})
+        return self._kept
+
+    def page_context(self, owner: str):
+        browser = self.get()
+        if self._context_owner != owner:
+            if self._context is not None:
+                self._context.close()
+            self._context, self._context_owner, self._kept = browser.new_context(), owner, None
+        return self._context
+
     def close(self) -> None:
         if self._launched is not None:
             launched, self._launched, self.browser = self._launched, None, None
-            self._context = self._context_owner = None  # closed with the browser
+            self._context = self._context_owner = self._kept = None  # closed with the browser
             launched.__exit__(None, None, None)
 
 
@@ -257,7 +274,11 @@ def chromium(request: pytest.FixtureRequest):
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     result = yield  # the test's own fixtures (its pages and contexts) are closed by now
     shared = item.config.stash.get(SHARED_CHROMIUM, None)
-    if shared is not None and (nextitem is None or "chromium" not in getattr(nextitem, "fixturenames", ())):
+    if shared is not None and (
+        nextitem is None
+        or "chromium" not in getattr(nextitem, "fixturenames", ())
+        or nextitem.module is not item.module  # the next module's fixtures may run an event loop of their own
+    ):
         shared.close()
     return result
 
@@ -269,6 +290,26 @@ def browser_page(request: pytest.FixtureRequest, chromium):
     from functools import partial
 
     return partial(_shared_chromium(request.config).page, request.node.module.__name__)
+
+
+@pytest.fixture
+def app_view(request: pytest.FixtureRequest, chromium):
+    """`app_view(url, width, height, init_script=None, before=None)`: the page this test module's read-only tests share,
+    showing `url` once its page run has finished and it is drawn. The module's first view opens the app
+    cold; the next go to their URLs inside the app, in the same browser session, as a reviewer following
+    links does (opening cold from a URL is what `test_browser_review.py::test_every_view_opens_cold_from_its_url`
+    and the tests using `browser_page` do)."""
+    from browser_support import show
+
+    shared = _shared_chromium(request.config)
+
+    def _view(url: str, width: int = 1500, height: int = 1100, init_script: str | None = None,
+              before: str | None = None):  # fmt: skip
+        page = shared.kept_page(request.node.module.__name__, width, height, init_script)
+        show(page, url, before)
+        return page
+
+    return _view
 
 
 @pytest.fixture

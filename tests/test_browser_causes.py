@@ -104,17 +104,15 @@ def test_reject_in_the_header_records_who_and_leaves_the_label(browser_page, ser
         assert causes.task_causes(s, OPAGENT, task).decision.decision == "rejected"
 
 
-def test_a_hostile_summary_and_reasoning_show_as_text(browser_page, served):
+def test_a_hostile_summary_and_reasoning_show_as_text(app_view, served):
     url, _ = served
-    with browser_page() as page:
-        page.goto(f"{url}/task?run={OPEN_TASK[0]}&task={OPEN_TASK[1]}")
-        wait_idle(page)
-        page.get_by_text("suggested by a model").first.wait_for(timeout=60_000)
-        assert page.evaluate("() => window.__xss") is None
-        assert page.locator("img[onerror]").count() == 0
-        assert page.locator("a[href^='https://evil.example']").count() == 0  # no live link
-        assert page.locator("strong", has_text="bold").count() == 0  # no markdown
-        assert page.get_by_text("<script>window.__xss", exact=False).count() >= 2  # summary and reasoning
+    page = app_view(f"{url}/task?run={OPEN_TASK[0]}&task={OPEN_TASK[1]}")
+    page.get_by_text("suggested by a model").first.wait_for(timeout=60_000)
+    assert page.evaluate("() => window.__xss") is None
+    assert page.locator("img[onerror]").count() == 0
+    assert page.locator("a[href^='https://evil.example']").count() == 0  # no live link
+    assert page.locator("strong", has_text="bold").count() == 0  # no markdown
+    assert page.get_by_text("<script>window.__xss", exact=False).count() >= 2  # summary and reasoning
 
 
 def test_the_breakdowns_cause_chart_clicks_through_to_triage(browser_page, served):

@@ -16,11 +16,18 @@ pytestmark = [
 ]
 
 
-def test_breakdown_bar_clicks_through_to_triage(browser_page, demo_db):
+@pytest.fixture(scope="module")
+def served(demo_db):
+    """The demo database served once for the module (its tests only read)."""
+    with serve(demo_db) as url:
+        yield url
+
+
+def test_breakdown_bar_clicks_through_to_triage(browser_page, demo_db, served):
     with Store(demo_db, read_only=True) as s:
         (tasks,) = s.query("SELECT count(*) FROM evaluations WHERE run = ?", [BABEL])[0]
-    with serve(demo_db) as url, browser_page() as page:
-        page.goto(url + "/breakdowns?runs=webarena-render-babelcloud&dim=task+type")
+    with browser_page() as page:
+        page.goto(served + "/breakdowns?runs=webarena-render-babelcloud&dim=task+type")
         wait_idle(page)
         bar = page.locator(".js-plotly-plot .bars .point").first
         bar.wait_for(timeout=60_000)
@@ -43,15 +50,13 @@ _CUT_TILE_TEXT = """() => [...document.querySelectorAll('[data-testid=stMetric] 
 
 
 @pytest.mark.parametrize("width", [1280, 1500])
-def test_compare_tiles_show_their_figures_whole(browser_page, demo_db, width):
+def test_compare_tiles_show_their_figures_whole(app_view, served, width):
     """Compare's tiles at common window widths: no label, figure or interval cut off (the B − A tile's
     '-9.1 pts [-30.3, +12.1] n=33' ended '-9.1 pts [-30.3, +1…' at 1280 px and '… n…' at 1500 px)."""
-    with serve(demo_db) as url, browser_page(width, 1000) as page:
-        page.goto(f"{url}/compare?a={BABEL}&b={OPAGENT}")
-        wait_idle(page)
-        tile = page.locator("[data-testid=stMetric]", has_text="B − A")
-        tile.wait_for(timeout=60_000)
-        assert re.search(r"[+-]\d+\.\d pts", tile.text_content()) and re.search(r"n=\d+", tile.text_content())
-        page.locator("[data-testid=stMetric]", has_text="McNemar").wait_for(timeout=60_000)  # the last tile
-        assert page.locator("[data-testid=stMetric]").count() == 4
-        assert page.evaluate(_CUT_TILE_TEXT) == []
+    page = app_view(f"{served}/compare?a={BABEL}&b={OPAGENT}", width, 1000)
+    tile = page.locator("[data-testid=stMetric]", has_text="B − A")
+    tile.wait_for(timeout=60_000)
+    assert re.search(r"[+-]\d+\.\d pts", tile.text_content()) and re.search(r"n=\d+", tile.text_content())
+    page.locator("[data-testid=stMetric]", has_text="McNemar").wait_for(timeout=60_000)  # the last tile
+    assert page.locator("[data-testid=stMetric]").count() == 4
+    assert page.evaluate(_CUT_TILE_TEXT) == []

@@ -9,7 +9,7 @@ import re
 import shutil
 
 import pytest
-from browser_support import chromium_available, serve, wait_idle, wait_settled, wait_url
+from browser_support import chromium_available, serve, show, wait_idle, wait_url
 
 from core.queries.failures import failures_by_cause, latest_run
 from core.store import Store
@@ -29,6 +29,7 @@ RECORD_CANVAS_TEXT = """(() => {
     drawn.add(String(text)); return fill.call(this, text, ...rest);
   };
 })();"""
+CLEAR_DRAWN = "() => window.__drawn && window.__drawn.clear()"  # only what the next view draws counts
 MISSING_CELL = {"None", "NaN", "nan", "<NA>", "NaT", "null"}
 # A missing value or a Python repr in text: None/NaN not quoted (an agent may answer 'None'), value
 # classes (Month('May'), Number(8.0)) and dict reprs ({'count': 8.0}).
@@ -80,38 +81,25 @@ def served(demo_db, tmp_path_factory):
         yield url, db
 
 
-def _open(page, url: str) -> None:
-    page.goto(url)
-    page.wait_for_selector(
-        "[data-testid='stMain'] [data-testid='stMarkdownContainer'], [data-testid='stException']",
-        timeout=90_000,
-    )
-    wait_idle(page)
-    wait_settled(page)
-
-
 @pytest.mark.parametrize("path", PAGES)
-def test_no_none_nan_or_repr_on_any_page(browser_page, served, path):
+def test_no_none_nan_or_repr_on_any_page(app_view, served, path):
     url, _ = served
-    with browser_page() as page:
-        page.add_init_script(RECORD_CANVAS_TEXT)
-        _open(page, url + path)
-        assert page.locator("[data-testid='stException']").count() == 0
-        drawn = page.evaluate("() => [...window.__drawn]")
-        text = page.locator("[data-testid='stMain']").inner_text()
+    page = app_view(url + path, init_script=RECORD_CANVAS_TEXT, before=CLEAR_DRAWN)
+    assert page.locator("[data-testid='stException']").count() == 0
+    drawn = page.evaluate("() => [...window.__drawn]")
+    text = page.locator("[data-testid='stMain']").inner_text()
     assert not [d for d in drawn if d.strip() in MISSING_CELL], path
     pattern = MISSING_TEXT if path in TRANSCRIPTS else LEAK
     leaks = [m.group(0) for s in [*drawn, *text.splitlines()] for m in pattern.finditer(s)]
     assert not leaks, (path, leaks[:5])
 
 
-def test_a_bad_task_link_is_one_line(browser_page, served):
+def test_a_bad_task_link_is_one_line(app_view, served):
     url, _ = served
-    with browser_page() as page:
-        _open(page, url + "/task?run=opagent&task=abc")
-        page.get_by_text("This link is bad: task abc is not a task id").first.wait_for(timeout=30_000)
-        assert page.locator("[data-testid='stAlertContentError']").count() == 1
-        assert page.locator("[data-testid='stSelectbox']").count() == 0  # no picker in its place
+    page = app_view(url + "/task?run=opagent&task=abc")
+    page.get_by_text("This link is bad: task abc is not a task id").first.wait_for(timeout=30_000)
+    assert page.locator("[data-testid='stAlertContentError']").count() == 1
+    assert page.locator("[data-testid='stSelectbox']").count() == 0  # no picker in its place
 
 
 def test_from_the_landing_page_to_a_failed_tasks_reason_in_one_click(browser_page, served):
@@ -120,7 +108,7 @@ def test_from_the_landing_page_to_a_failed_tasks_reason_in_one_click(browser_pag
         run = latest_run(store)
         first = failures_by_cause(store, run)[0].items[0]
     with browser_page() as page:
-        _open(page, url + "/")
+        show(page, url + "/")
         # The landing page lists the latest run's failures by cause, the biggest group open.
         page.get_by_text(f"Why the latest run's tasks failed: {run}").first.wait_for(timeout=30_000)
         page.get_by_role("link", name=re.compile(rf"^Task {first.task_id} ")).first.click()  # click 1

@@ -141,30 +141,24 @@ def test_keyboard_moves_between_failed_tasks(browser_page, served):
     ["/runs", "/triage?run=hostile-run", "/task?run=hostile-run&task=21",
      "/task?run=hostile-run&task=21&tab=Alignment", "/task?run=hostile-run&task=21&step=1"],
 )  # fmt: skip
-def test_hostile_agent_text_stays_text(browser_page, served, path):
+def test_hostile_agent_text_stays_text(app_view, served, path):
     served, _ = served
-    with browser_page() as page:
-        page.goto(served + path)
-        wait_idle(page)
-        page.wait_for_timeout(500)
-        _no_exception(page)
-        _no_injection(page)
-        if path == "/task?run=hostile-run&task=21":
-            # The text is shown, not dropped: a reviewer must see what the agent wrote (once, on the task page:
-            # the other views of this run show the same text).
-            page.get_by_text("window.__xss", exact=False).first.wait_for(timeout=30_000)
+    page = app_view(served + path)  # one page goes through every view: an injection in any stays caught
+    _no_exception(page)
+    _no_injection(page)
+    if path == "/task?run=hostile-run&task=21":
+        # The text is shown, not dropped: a reviewer must see what the agent wrote (once, on the task page:
+        # the other views of this run show the same text).
+        page.get_by_text("window.__xss", exact=False).first.wait_for(timeout=30_000)
 
 
-def test_hostile_run_name_stays_text_in_charts(browser_page, served):
+def test_hostile_run_name_stays_text_in_charts(app_view, served):
     served, _ = served
-    with browser_page() as page:
-        page.goto(served + "/runs?" + urlencode({"chart": HOSTILE_NAME}))
-        wait_idle(page)
-        page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
-        page.wait_for_timeout(1000)
-        _no_exception(page)
-        # No live link to the name's URL (links to our own pages carry it percent-encoded, as a parameter).
-        assert page.locator('a[href*="//evil.example"]').count() == 0
-        assert page.get_by_text("evil.example").count() > 0  # the landing page's heading shows it as text
-        # The name is shown as its characters in the chart's title.
-        assert "evil.example" in page.locator(".js-plotly-plot .gtitle").first.text_content()
+    page = app_view(served + "/runs?" + urlencode({"chart": HOSTILE_NAME}))
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    _no_exception(page)
+    # No live link to the name's URL (links to our own pages carry it percent-encoded, as a parameter).
+    assert page.locator('a[href*="//evil.example"]').count() == 0
+    assert page.get_by_text("evil.example").count() > 0  # the landing page's heading shows it as text
+    # The name is shown as its characters in the chart's title.
+    assert "evil.example" in page.locator(".js-plotly-plot .gtitle").first.text_content()
