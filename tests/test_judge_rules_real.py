@@ -43,21 +43,29 @@ RENDER_RUNS = (
 @pytest.fixture(scope="module")
 def real_steps(tmp_path_factory: pytest.TempPathFactory, shared_data: Path):
     """(steps in order with run/task/episode, gold step texts by task) of every real run we import."""
-    from core.ingest.agentlab import import_agentlab
-    from core.ingest.gold import import_gold
-    from core.ingest.opagent import import_opagent
-    from core.ingest.webarena_render import import_webarena_render
+    from build_cache import built_db
+
     from core.measure.metrics_run import load_task_inputs, task_pairs
 
-    path = tmp_path_factory.mktemp("readings") / "readings.duckdb"
+    def build(path: Path) -> None:  # its source is part of the cache key
+        from core.ingest.agentlab import import_agentlab
+        from core.ingest.gold import import_gold
+        from core.ingest.opagent import import_opagent
+        from core.ingest.webarena_render import import_webarena_render
+
+        with Store(path) as store:
+            import_gold(store, shared_data / "human-gold" / "Golden Human Trajectories.xlsx", "paper")
+            import_agentlab(store, shared_data / "browsergym-run", "agentlab")
+            for i, folder in enumerate(RENDER_RUNS):
+                import_webarena_render(store, shared_data / "webarena-render" / folder, f"render-{i}")
+            # OpAgent's readable sentences: more real gold x agent pairs (its executed actions are OpAgent's
+            # call form, so they are not read twice like the others).
+            import_opagent(store, shared_data / "oagent-run", "opagent")
+
+    inputs = [shared_data / "human-gold", shared_data / "browsergym-run", shared_data / "oagent-run",
+              *(shared_data / "webarena-render" / folder for folder in RENDER_RUNS)]  # fmt: skip
+    path = built_db(tmp_path_factory, "readings", build, inputs)
     with Store(path) as store:
-        import_gold(store, shared_data / "human-gold" / "Golden Human Trajectories.xlsx", "paper")
-        import_agentlab(store, shared_data / "browsergym-run", "agentlab")
-        for i, folder in enumerate(RENDER_RUNS):
-            import_webarena_render(store, shared_data / "webarena-render" / folder, f"render-{i}")
-        # OpAgent's readable sentences: more real gold x agent pairs (its executed actions are OpAgent's
-        # call form, so they are not read twice like the others).
-        import_opagent(store, shared_data / "oagent-run", "opagent")
         steps = store.query(
             """SELECT run, task_id, episode, executed_action, readable, element_id FROM steps
                WHERE executed_action IS NOT NULL AND readable IS NOT NULL AND run <> 'opagent' AND kind = 'action'

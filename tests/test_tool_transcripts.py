@@ -9,6 +9,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 
 from core.ingest.tool_transcript import RESULT_CUT, drop_images, split_transcript
@@ -42,15 +43,26 @@ def babel(babelcloud_db: Path):
 
 
 @pytest.fixture(scope="module")
-def rendered(shared_data: Path) -> dict[int, list[tuple[str, str | None]]]:
-    """(model output, parsed action) of every render step, per task, straight from the render files."""
-    found = {}
-    for path in (shared_data.joinpath(*BABELCLOUD) / "results_full").glob("render_*.html"):
-        render = parse_render(decode_render(path.read_bytes())[0])
-        found[int(path.stem.removeprefix("render_"))] = [
-            (s.raw_output or "", s.parsed_action) for s in render.steps
-        ]
-    return found
+def rendered(tmp_path_factory, shared_data: Path) -> dict[int, list[tuple[str, str | None]]]:
+    """(model output, parsed action) of every render step, per task, straight from the render files (the
+    reading kept in the build cache while the code and the files are unchanged)."""
+    from build_cache import built_db
+
+    folder = shared_data.joinpath(*BABELCLOUD) / "results_full"
+
+    def build(path: Path) -> None:  # its source is part of the cache key
+        found = {}
+        for render_path in folder.glob("render_*.html"):
+            render = parse_render(decode_render(render_path.read_bytes())[0])
+            found[render_path.stem.removeprefix("render_")] = [
+                (s.raw_output or "", s.parsed_action) for s in render.steps
+            ]
+        path.write_bytes(orjson.dumps(found))
+
+    path = built_db(tmp_path_factory, "babelcloud-renders", build, [folder], "rendered.json")
+    return {
+        int(task): [tuple(step) for step in steps] for task, steps in orjson.loads(path.read_bytes()).items()
+    }
 
 
 @pytest.fixture(scope="module")
