@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from browser_support import chromium_available, serve, wait_idle
+from browser_support import chromium_available, serve, wait_idle, wait_settled
 from demo_support import GOLD
 
 from core.gold import editing as ge
@@ -25,9 +25,10 @@ REASON = "e.g. step 3 clicked the wrong tab"
 
 
 def _settle(page) -> None:
-    # The grid takes edits only once its first render has settled; wait_idle alone returns earlier.
+    # The grid takes edits only once its first render has settled (nothing on the page changes for 0.7 s);
+    # wait_idle alone returns earlier.
     wait_idle(page)
-    page.wait_for_timeout(1500)
+    wait_settled(page, quiet_ms=700)
 
 
 def _edit_cell(page, row: int, text: str) -> None:

@@ -141,3 +141,20 @@ def test_the_pooled_commands_through_the_entry_point(tmp_path, tasks_db, shipped
     after = stored()
     assert [row[1:4] for row in after] == [row[1:4] for row in before]  # the same scores
     assert all(a[4] > b[4] for a, b in zip(after, before, strict=True))  # written anew
+
+
+def test_the_command_tree_is_built_once_per_process(monkeypatch):
+    """Typer builds the whole command tree on every `app()` (0.12 s); `main` builds it once per process, so
+    commands run in turn in one process (the tests' in-process calls) do not pay it again."""
+    import typer.main
+    from cli_support import run_cli
+
+    from core.cli import main as cli_main
+
+    built = []
+    build = typer.main.get_command
+    monkeypatch.setattr(typer.main, "get_command", lambda app: built.append(app) or build(app))
+    cli_main._command.cache_clear()
+    assert run_cli("--help").returncode == 0
+    assert run_cli("import", "--help").returncode == 0
+    assert built == [cli_main.app]
