@@ -46,7 +46,7 @@ deps: $(STAMP)
 # The suite on both cores (pytest-xdist). A test file runs whole on one worker (--dist loadfile), so a
 # database a module serves is served once and its browser tests share one chromium; expensive databases
 # come from .cache/test-builds when neither the code nor their inputs changed (docs/testing.md).
-PYTEST_ARGS ?= -n 2 --dist loadfile
+PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 # The quick tier: no whole run, no browser, no page run, no server, nothing slow (docs/testing.md).
 QUICK := not whole_run and not browser and not pages and not server and not slow and not embeddings and not llm_server
 

@@ -66,8 +66,22 @@ def runs_pages(item: pytest.Item) -> bool:
     return bool(set(getattr(item, "fixturenames", ())) & PAGE_FIXTURES) or hasattr(module, "AppTest")
 
 
+# The slowest test files, slowest first (sum of their tests' times in three warm `make test` runs, stop 40,
+# docs/testing.md): collected first, so pytest-xdist (`--no-loadscope-reorder` keeps this order) starts them
+# first and the suite ends on short files, not on one worker finishing a long one while the other waits.
+SLOWEST_FIRST = (
+    "test_lock_hold.py", "test_hostile.py", "test_browser_review.py", "test_browser_read_cleanly.py",
+    "test_scoring_conformance.py", "test_concurrent_saves.py", "test_wav_import.py", "test_browser_causes.py",
+    "test_browser_gold.py", "test_official_engine.py", "test_alignment_store.py", "test_browser_oidc.py",
+    "test_safe_pickle.py", "test_causes.py", "test_browser_search.py", "test_cli.py",
+    "test_browser_presenting.py", "test_dashboard_gold.py", "test_cli_start.py", "test_agentlab_import.py",
+)  # fmt: skip
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its order
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if "shared_data" in fixtures:

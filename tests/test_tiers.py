@@ -10,7 +10,7 @@ from pathlib import Path
 
 import build_cache
 import pytest
-from conftest import BROWSER_FIXTURES, TIER_MARKS, runs_pages
+from conftest import BROWSER_FIXTURES, SLOWEST_FIRST, TIER_MARKS, runs_pages
 
 
 def test_every_collected_test_carries_the_tier_its_fixtures_need(request):
@@ -24,6 +24,18 @@ def test_every_collected_test_carries_the_tier_its_fixtures_need(request):
             assert item.get_closest_marker("browser"), item.nodeid
         if runs_pages(item):
             assert item.get_closest_marker("pages"), item.nodeid
+
+
+def test_the_slowest_files_are_collected_first_and_kept_in_that_order(request, repo_root):
+    """Every file SLOWEST_FIRST names exists (a renamed file would silently go back to its place), the
+    session collects them first in that order, and make keeps xdist from reordering them by test count."""
+    tests = {p.name for p in (repo_root / "tests").rglob("test_*.py")}
+    assert set(SLOWEST_FIRST) <= tests, set(SLOWEST_FIRST) - tests
+    files = list(dict.fromkeys(item.path.name for item in request.session.items))
+    present = [name for name in SLOWEST_FIRST if name in files]
+    assert files[: len(present)] == present  # in `-k`/`-m` runs, those collected still come first
+    makefile = (repo_root / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^PYTEST_ARGS \?= .*--dist loadfile --no-loadscope-reorder", makefile, re.M)
 
 
 def test_make_check_leaves_out_every_tier_mark(repo_root):
