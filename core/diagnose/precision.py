@@ -30,6 +30,18 @@ class RulePrecision:
             f" 95 % CI {low * 100:.0f}–{high * 100:.0f} %)"
         )
 
+    def fallback_sentence(self) -> str:
+        """What the fallback's figure means: of the labelled tasks left to it, how many reviewers called a
+        wrong answer and nothing more specific (its 'right on' would read as a finding, which it is not)."""
+        if not self.suggested:
+            return "Not yet measured on labelled tasks."
+        low, high = wilson_ci(self.agreed, self.suggested)
+        return (
+            f"Of {self.suggested} labelled tasks where the rules found nothing specific, reviewers called "
+            f"{self.agreed} just a wrong answer ({self.agreed / self.suggested * 100:.0f} %, 95 % CI "
+            f"{low * 100:.0f}–{high * 100:.0f} %); the others had a cause the rules missed, so read the steps."
+        )
+
 
 # Measured on the 172 labels of opagent.csv, babelcloud.csv, added.csv and fresh.csv (every split), `rules-3`.
 RULE_PRECISION: dict[str, RulePrecision] = {
