@@ -92,6 +92,14 @@ class TaskFacts:
         return tuple(s for s in self.steps if s.kind == "action")
 
     @property
+    def reference_values(self) -> tuple[Any, ...]:
+        """What the original reference requires of the answer, as written: its must_include items, then its
+        exact match (each rule keeps the kinds it compares)."""
+        ref = self.original_reference
+        exact = ref.get("exact_match")
+        return (*(ref.get("must_include") or ()), *(() if exact is None else (exact,)))
+
+    @property
     def urls(self) -> tuple[str, ...]:
         """The pages the attempt was on, in order (each step's page, then the last page)."""
         return tuple(u for u in (*(s.url for s in self.steps), self.final_url) if u)

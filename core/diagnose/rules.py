@@ -187,9 +187,7 @@ NEAR_MISS_SHARE = 0.5  # a reference entity whose words the answer holds at leas
 
 
 def _reference_entities(facts: TaskFacts) -> list[str]:
-    ref = facts.original_reference
-    strings = [*ref.get("must_include", []), ref.get("exact_match")]
-    return [s for s in strings if isinstance(s, str) and len(_WORD.findall(s.lower())) >= 2]
+    return [s for s in facts.reference_values if isinstance(s, str) and len(_WORD.findall(s.lower())) >= 2]
 
 
 def near_miss_entity(facts: TaskFacts) -> Finding | None:

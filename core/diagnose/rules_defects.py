@@ -88,11 +88,11 @@ def _check_evidence(
 
 def _reference_text(facts: TaskFacts) -> str:
     ref = facts.original_reference
-    parts = [*(ref.get("must_include") or []), ref.get("exact_match"), ref.get("reference_url")]
+    parts = [*facts.reference_values, ref.get("reference_url")]
     fuzzy = ref.get("fuzzy_match")
     if isinstance(fuzzy, list):
         parts += [str(f) for f in fuzzy]
-    return "; ".join(str(p) for p in parts if p) or "(the run's own reference)"
+    return "; ".join(str(p) for p in parts if p is not None and str(p).strip()) or "(the run's own reference)"
 
 
 def verified_value_text(evaluators: Any) -> str | None:
@@ -216,8 +216,7 @@ def equivalent_values(facts: TaskFacts) -> Finding | None:
     a phrase or command such as `git clone <url>`)."""
     failed = [ev for ev in facts.evaluators if ev.evaluator == "string_match" and ev.status == "failure"]
     ref = facts.original_reference
-    wanted = [*ref.get("must_include", []), *([ref["exact_match"]] if ref.get("exact_match") else [])]
-    wanted = [w for w in wanted if isinstance(w, str) and w.strip()]
+    wanted = [w for w in facts.reference_values if isinstance(w, str) and w.strip()]
     if not failed or not wanted or not facts.answer or not _real_answer(facts.answer):
         return None
     if ref.get("exact_match") and len(facts.answer) > 4 * len(ref["exact_match"]) + 40:

@@ -132,9 +132,7 @@ def differs_only_in_format(facts: TaskFacts) -> Finding | None:
                 (Evidence("evaluator", ev.explanation, seq=ev.nearest_event_seq), *_template_evidence(facts)),
             )  # fmt: skip
     string_failed = any(ev.evaluator == "string_match" and ev.status == "failure" for ev in facts.evaluators)
-    ref = facts.original_reference
-    wanted = [*ref.get("must_include", []), *([ref["exact_match"]] if ref.get("exact_match") else [])]
-    wanted = [w for w in wanted if isinstance(w, str) and loose(w)]
+    wanted = [w for w in facts.reference_values if isinstance(w, str) and loose(w)]
     if not string_failed or not wanted or not facts.answer:
         return None
     answer = loose(facts.answer)
@@ -179,22 +177,13 @@ def _value_in(value: str | int | float, answer: str) -> bool:
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
-def _original_values(facts: TaskFacts) -> list[str]:
-    """The values the original reference requires of the answer (must_include, or the exact match)."""
-    ref = facts.original_reference
-    values = [*(ref.get("must_include") or [])]
-    if ref.get("exact_match") is not None:
-        values.append(ref["exact_match"])
-    return [str(v) for v in values if str(v).strip()]
-
-
 def verified_corrected_value(facts: TaskFacts) -> Finding | None:
     """The original reference asks one value, WebArena-Verified corrected it (its reference holds another
     value of the same kind where the original had this one), and the answer is Verified's value, not the
     original's: the check failed on the value Verified changed (a count of 1 corrected to 0)."""
     if facts.verdict_source == "webarena-verified" or facts.expected_status not in (None, "SUCCESS"):
         return None
-    original = _original_values(facts)
+    original = [str(v) for v in facts.reference_values if str(v).strip()]
     if len(original) != 1 or not facts.answer or len(facts.answer) > 300:
         return None
     (wanted,) = original
