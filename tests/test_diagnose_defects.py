@@ -238,3 +238,18 @@ def test_a_count_verified_corrected_is_a_strict_evaluator(full_demo_db):
     assert verified_corrected_value(replace(f, answer="2")) is None  # neither value
     kept = replace(f, verified_data=[{**f.verified_data[0], "count": 1}])
     assert verified_corrected_value(replace(kept, answer="0")) is None  # Verified kept the original's value
+
+
+def test_the_reference_a_check_failed_on_is_said_whatever_its_values(facts):
+    """The evidence quotes every value the original reference requires, an exact match of 0 included (a
+    count of none: it read as no reference at all), and `reference_values` lists must_include then it."""
+    from core.diagnose.rules_defects import _reference_text
+
+    f = facts[(OPAGENT, 25)]
+    zero = replace(f, original_reference={"exact_match": 0})
+    assert zero.reference_values == (0,) and _reference_text(zero) == "0"
+    both = replace(
+        f, original_reference={"must_include": ["a", "b"], "exact_match": "c", "reference_url": "u"}
+    )
+    assert both.reference_values == ("a", "b", "c") and _reference_text(both) == "a; b; c; u"
+    assert _reference_text(replace(f, original_reference={})) == "(the run's own reference)"
