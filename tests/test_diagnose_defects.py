@@ -243,8 +243,9 @@ def test_a_count_verified_corrected_is_a_strict_evaluator(full_demo_db):
 def test_the_reference_a_check_failed_on_is_said_whatever_its_values(facts):
     """The evidence quotes every value the original reference requires, an exact match of 0 included (a
     count of none: it read as no reference at all), and `reference_values` lists must_include then it."""
-    from core.diagnose.rules_defects import _reference_text
+    from core.diagnose import rules_defects
 
+    _reference_text = rules_defects._reference_text  # the evidence's own wording
     f = facts[(OPAGENT, 25)]
     zero = replace(f, original_reference={"exact_match": 0})
     assert zero.reference_values == (0,) and _reference_text(zero) == "0"
