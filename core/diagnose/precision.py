@@ -20,26 +20,26 @@ class RulePrecision:
     def share(self) -> float | None:
         return self.agreed / self.suggested if self.suggested else None
 
+    def _share_text(self) -> str:
+        """'88 %, 95 % CI 53–98 %' (the house's '88 %', a space before %)."""
+        low, high = wilson_ci(self.agreed, self.suggested)
+        return f"{self.agreed / self.suggested * 100:.0f} %, 95 % CI {low * 100:.0f}–{high * 100:.0f} %"
+
     def sentence(self) -> str:
-        """'right on 7 of 8 labelled tasks (88 %, 95 % CI 53–98 %)' (the house's '88 %', a space before %)."""
+        """'right on 7 of 8 labelled tasks (88 %, 95 % CI 53–98 %)'."""
         if not self.suggested:
             return "not yet measured on labelled tasks"
-        low, high = wilson_ci(self.agreed, self.suggested)
-        return (
-            f"right on {self.agreed} of {self.suggested} labelled tasks ({self.agreed / self.suggested * 100:.0f} %,"
-            f" 95 % CI {low * 100:.0f}–{high * 100:.0f} %)"
-        )
+        return f"right on {self.agreed} of {self.suggested} labelled tasks ({self._share_text()})"
 
     def fallback_sentence(self) -> str:
         """What the fallback's figure means: of the labelled tasks left to it, how many reviewers called a
         wrong answer and nothing more specific (its 'right on' would read as a finding, which it is not)."""
         if not self.suggested:
             return "Not yet measured on labelled tasks."
-        low, high = wilson_ci(self.agreed, self.suggested)
         return (
             f"Of {self.suggested} labelled tasks where the rules found nothing specific, reviewers called "
-            f"{self.agreed} just a wrong answer ({self.agreed / self.suggested * 100:.0f} %, 95 % CI "
-            f"{low * 100:.0f}–{high * 100:.0f} %); the others had a cause the rules missed, so read the steps."
+            f"{self.agreed} just a wrong answer ({self._share_text()}); the others had a cause the rules missed,"
+            " so read the steps."
         )
 
 
