@@ -308,11 +308,11 @@ def browser_page(request: pytest.FixtureRequest, chromium):
 
 @pytest.fixture
 def app_view(request: pytest.FixtureRequest, chromium):
-    """`app_view(url, width, height, init_script=None, before=None)`: the page this test module's read-only tests share,
-    showing `url` once its page run has finished and it is drawn. The module's first view opens the app
-    cold; the next go to their URLs inside the app, in the same browser session, as a reviewer following
-    links does (opening cold from a URL is what `test_browser_review.py::test_every_view_opens_cold_from_its_url`
-    and the tests using `browser_page` do)."""
+    """`app_view(url, width, height, init_script=None, before=None)`: the page this test module's read-only
+    tests share, showing `url` once its page run has finished and it is drawn. The module's first view
+    opens the app cold; the next go to their URLs inside the app, in the same browser session, as a
+    reviewer following links does (opening cold from a URL is what the tests using `browser_page` do, and
+    `test_browser_review.py::test_every_view_opens_cold_from_its_url`)."""
     from browser_support import show
 
     shared = _shared_chromium(request.config)
