@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -158,12 +159,12 @@ def show(page, url: str, before: str | None = None) -> None:
     browser session, as after a link in the app): the app's scripts are not fetched, compiled and started
     again, 4-6 s of a cold page on two cores against 1-2 s. A new page opens the URL cold. `before` (a
     script) runs in the page first when it goes inside the app (a new page starts clean)."""
-    origin = url.split("/", 3)[:3]
-    if getattr(page, "runs_finished", 0) and page.url.split("/", 3)[:3] == origin:
+    target, shown = urlsplit(url), urlsplit(page.url)
+    if getattr(page, "runs_finished", 0) and (shown.scheme, shown.netloc) == (target.scheme, target.netloc):
         if before:
             page.evaluate(before)
         finished = page.runs_finished
-        page.evaluate(_GO_IN_APP, "/" + url.split("/", 3)[3] if url.count("/") >= 3 else "/")
+        page.evaluate(_GO_IN_APP, urlunsplit(("", "", target.path or "/", target.query, "")))
     else:
         if not hasattr(page, "runs_finished"):
             watch_runs(page)

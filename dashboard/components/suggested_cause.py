@@ -83,10 +83,9 @@ def render(run: str, task_id: int, failed: bool) -> None:
                 by = "found by a rule"
             st.markdown(f"**Suggested cause: {escape_md(p.name)}** · {by}")
             st.markdown(escape_md(p.summary, limit=None))
-        if p.precision is not None and p.is_fallback and not accepted:
-            st.caption(escape_md(p.precision.fallback_sentence(), limit=None))
-        elif p.precision is not None:
-            st.caption(f"This rule was {escape_md(p.precision.sentence())} by our reviewers.")
+        if p.precision is not None:
+            st.caption(escape_md(p.precision.fallback_sentence(), limit=None) if p.is_fallback and not accepted
+                       else f"This rule was {escape_md(p.precision.sentence())} by our reviewers.")  # fmt: skip
         if p.source == "model" and p.reasoning:
             st.caption(f"The model's reasoning: {escape_md(p.reasoning, limit=None)}")
         for e in p.evidence[:EVIDENCE_SHOWN]:
