@@ -3,7 +3,8 @@ kept between runs of the suite.
 
 An entry is keyed by everything that decides its content: the code that builds it (every file under `core/`,
 the build recipe's own source), the packages whose output lands in it (duckdb's file format, the official
-engine, Python) and the bytes of every input file. A second `make test` on an unchanged tree copies the
+engine, Python) and the bytes of every input file; an entry that holds only the official engine's output
+(its verdicts on fixed inputs) is keyed without our code, which cannot change it. A second `make test` on an unchanged tree copies the
 entry instead of building; any change to one of those builds it anew. Entries live in `.cache/test-builds/`
 beside the repository (`make clean-cache` empties it; `TRAJREVIEW_TEST_CACHE=0` builds every time, as a
 fresh clone does). Builders take a lock per entry, so two pytest-xdist workers wanting one database build
@@ -69,20 +70,27 @@ def _file_digest(path: Path) -> bytes:
 
 
 @cache
+def _packages_version() -> str:
+    """The packages and Python whose output lands in a build."""
+    versions = [f"{package}={importlib.metadata.version(package)}" for package in _PACKAGES]
+    return "\n".join([*versions, platform.python_version()])
+
+
+@cache
 def code_version() -> str:
     """The code and packages that decide what a build writes."""
     digest = hashlib.blake2b(digest_size=16)
     for folder in _CODE:
         _hash_tree(digest, REPO_ROOT / folder, (".py", ".sql", ".json", ".md", ".txt"))
-    for package in _PACKAGES:
-        digest.update(f"{package}={importlib.metadata.version(package)}\n".encode())
-    digest.update(platform.python_version().encode())
+    digest.update(_packages_version().encode())
     return digest.hexdigest()
 
 
-def entry_key(recipe: Callable, inputs: Iterable[Path]) -> str:
+def entry_key(recipe: Callable, inputs: Iterable[Path], code: bool = True) -> str:
+    """The entry's key: the recipe's source, every input's name and bytes, the packages and Python, and
+    (unless `code` is False: the entry holds only the official engine's output) our code."""
     digest = hashlib.blake2b(digest_size=16)
-    digest.update(code_version().encode())
+    digest.update((code_version() if code else _packages_version()).encode())
     digest.update(inspect.getsource(recipe).encode())
     for path in inputs:
         digest.update(str(path.name).encode())
@@ -112,19 +120,24 @@ def _prune(name: str, keep: Path) -> None:
 
 
 def cached_build(
-    name: str, build: Callable[[Path], object], dest: Path, inputs: Iterable[Path] = (), filename: str = ""
+    name: str,
+    build: Callable[[Path], object],
+    dest: Path,
+    inputs: Iterable[Path] = (),
+    filename: str = "",
+    code: bool = True,
 ) -> Path:
     """`dest/<filename>` (default `<name>.duckdb`), with whatever the build left beside it (its search
     index, a run folder it wrote), built by `build(path)` or copied from the cache entry of the same key.
     `inputs` are the files and folders the build reads besides the code. The build runs inside the entry's
     own folder: a database that records a folder beside it (the demo's constructed WAV run) keeps
-    pointing at a folder that stays."""
+    pointing at a folder that stays. `code=False` for an entry our code cannot change (see `entry_key`)."""
     dest.mkdir(parents=True, exist_ok=True)
     target = dest / (filename or f"{name}.duckdb")
     if not enabled():
         build(target)
         return target
-    entry = CACHE_ROOT / f"{name}-{entry_key(build, inputs)}"
+    entry = CACHE_ROOT / f"{name}-{entry_key(build, inputs, code)}"
     with _locked(CACHE_ROOT / f"{name}.lock"):
         if not (entry / COMPLETE).exists():
             shutil.rmtree(entry, ignore_errors=True)
@@ -149,7 +162,7 @@ def cached_build(
 
 
 def built_db(tmp_path_factory, name: str, build: Callable[[Path], object], inputs: Iterable[Path] = (),
-             filename: str = "") -> Path:  # fmt: skip
+             filename: str = "", code: bool = True) -> Path:  # fmt: skip
     """`build(path)`'s database in a new folder of this pytest session (`tmp_path_factory`), copied from
     the cache where the code, the recipe and `inputs` are unchanged."""
-    return cached_build(name, build, tmp_path_factory.mktemp(name), inputs, filename)
+    return cached_build(name, build, tmp_path_factory.mktemp(name), inputs, filename, code)

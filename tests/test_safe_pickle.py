@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import gzip
+import io
 import os
 import pickle
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import zlib
 
 import pytest
+from build_cache import built_db
 
 from core.files import safe_pickle
 from core.files.safe_pickle import Inert, SafePickleError
@@ -328,40 +330,34 @@ def _real_steps(shared_data) -> list[bytes]:
     return found
 
 
+def _stand_in(qualname: str) -> None:
+    """Only named in `_TreePickler`'s output; never called."""
+
+
+class _TreePickler(pickle.Pickler):
+    """Pickles a loaded tree with each stand-in as its name and fields, and each stand-in class as its name
+    (each load makes its own classes); everything else as pickle writes it, types and order included."""
+
+    def reducer_override(self, obj):  # called in C only for what is not a plain value or container
+        if isinstance(obj, Inert):  # the fields as BUILD state: written after the object, so a cycle ends
+            return _stand_in, (obj.qualname,), (obj.args, obj.state, obj.items, obj.mapping)
+        if isinstance(obj, type) and issubclass(obj, Inert):
+            return _stand_in, (f"class {obj.qualname}",)
+        return NotImplemented
+
+
+def _tree_bytes(tree) -> bytes:
+    buffer = io.BytesIO()
+    _TreePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(tree)
+    return buffer.getvalue()
+
+
 def _same_tree(a, b) -> bool:
     """`a` and `b` are the same tree: the same types, stand-ins of the same names with the same fields, the
-    same items in the same order. What comparing their `to_plain` forms asserts, without building them
-    (8 s for the 74 real step files, each time)."""
-    stack, compared = [(a, b)], set()
-    while stack:
-        x, y = stack.pop()
-        if isinstance(x, Inert) or isinstance(y, Inert):
-            if not (isinstance(x, Inert) and isinstance(y, Inert)) or x.qualname != y.qualname:
-                return False
-            if (id(x), id(y)) not in compared:  # a shared object is compared once (and a cycle ends)
-                compared.add((id(x), id(y)))
-                stack += [(x.args, y.args), (x.state, y.state), (x.items, y.items), (x.mapping, y.mapping)]
-        elif type(x) is not type(y):
-            return False
-        elif isinstance(x, type) and issubclass(x, Inert):  # each load makes its own stand-in classes
-            if not (issubclass(y, Inert) and x.qualname == y.qualname):
-                return False
-        elif isinstance(x, dict | list | tuple):
-            if len(x) != len(y):
-                return False
-            if (id(x), id(y)) not in compared:
-                compared.add((id(x), id(y)))
-                if isinstance(x, dict):
-                    stack += zip(x.keys(), y.keys(), strict=True)
-                    stack += zip(x.values(), y.values(), strict=True)
-                else:
-                    stack += zip(x, y, strict=True)
-        elif isinstance(x, set | frozenset):
-            if safe_pickle.to_plain(x) != safe_pickle.to_plain(y):
-                return False
-        elif x != y:
-            return False
-    return True
+    same items in the same order, the same objects shared. What comparing their `to_plain` forms asserts,
+    without building them (8 s for the 74 real step files; walking both trees in Python, 10 s): their
+    pickles, written in C, are equal."""
+    return _tree_bytes(a) == _tree_bytes(b)
 
 
 class _Step:
@@ -383,20 +379,35 @@ def test_same_tree_tells_the_trees_apart():
     assert not _same_tree([1, {2}], [1, {3}]) and _same_tree([1, {2}], [1, {2}])
 
 
-def test_real_step_files_are_far_below_every_bound(shared_data, repo_root):
-    """docs/limits.md gives these counts; the bounds keep their headroom over them, and a real file
-    loads to exactly what the unpickler builds without the bounds."""
-    import io
+@pytest.fixture(scope="module")
+def objects_built(shared_data, tmp_path_factory) -> int:
+    """The most objects a real step file's opcodes build or reference (pickletools' opcode walk, 7-15 s
+    in Python), kept in the build cache under the files' bytes and our code."""
     import pickletools
 
+    from core.files import pickle_limits
+
+    def build(path) -> None:
+        counts = [
+            sum(op.name in pickle_limits.COUNTED_OPCODES for op, _, _ in pickletools.genops(data))
+            for data in _real_steps(shared_data)
+        ]
+        path.write_text(str(max(counts)))
+
+    return int(
+        built_db(tmp_path_factory, "pickle-opcodes", build, (shared_data / RUN,), "built.txt").read_text()
+    )
+
+
+def test_real_step_files_are_far_below_every_bound(shared_data, repo_root, objects_built):
+    """docs/limits.md gives these counts; the bounds keep their headroom over them, and a real file
+    loads to exactly what the unpickler builds without the bounds."""
     from core.files import pickle_limits
 
     steps = _real_steps(shared_data)
     assert len(steps) >= 50
     bound = max(pickle_limits.objects_bound(data) for data in steps)
-    built = max(
-        sum(op.name in pickle_limits.COUNTED_OPCODES for op, _, _ in pickletools.genops(d)) for d in steps
-    )
+    built = objects_built
     classes = 0
     for data in steps:
         unpickler = safe_pickle.RestrictedUnpickler(io.BytesIO(data))

@@ -113,3 +113,20 @@ def test_turned_off_every_call_builds(cache_root, tmp_path, monkeypatch):
     for dest in ("a", "b"):
         build_cache.cached_build("db", _recipe(source, calls), tmp_path / dest, [source])
     assert calls == [1, 1] and not cache_root.exists()
+
+
+def test_an_entry_of_the_official_engines_output_outlives_a_change_of_our_code(
+    cache_root, tmp_path, monkeypatch
+):
+    """`code=False` keys an entry without our code (its content is the official engine's alone); every other
+    entry is built anew when our code changes."""
+    source = tmp_path / "input.txt"
+    source.write_text("one")
+    calls: list[int] = []
+    build = _recipe(source, calls)
+    for code in (True, False):
+        build_cache.cached_build(f"db-{code}", build, tmp_path / f"a-{code}", [source], code=code)
+    monkeypatch.setattr(build_cache, "code_version", lambda: "our code, changed")
+    for code in (True, False):
+        build_cache.cached_build(f"db-{code}", build, tmp_path / f"b-{code}", [source], code=code)
+    assert len(calls) == 3  # built twice with our code in the key, once without
