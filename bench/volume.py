@@ -3,7 +3,8 @@
 `build_volume_db(path, n_runs)` imports the real runs once (the demo database's steps: tasks, the
 812-task babelcloud render run with offline metrics against the paper's gold, the AgentLab sample, the
 WebArena-Verified demo run with its network trace), then copies the babelcloud run `n_runs` times under
-new run names (every row of every run table, so triage, metrics and evaluations are all there). Into the
+new run names (every row of every run table, so triage, metrics, evaluations and the run's summary are
+all there). Into the
 first copy it puts the two heavy cases the dashboard targets name:
 - a 70-step task: the real 10-step AgentLab episode of task 162 (screenshots, AXTree, chat) repeated
   seven times with new step numbers, with metrics and alignment recomputed for it;
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from core.cli.demo import build_diagnosed_demo
 from core.ingest.writer import RUN_TABLES
+from core.measure.run_summaries import refresh_run_summary
 from core.paths import REPO_ROOT
 from core.search.index import remove_index
 from core.store import Store
@@ -140,6 +142,7 @@ def build_volume_db(path: str | Path, n_runs: int) -> VolumeDb:
                 _copy_run(cur, SOURCE_RUN, name)
             long_task = _long_task(cur, names[0])
             trace_task = _big_trace(cur, names[0])
+            refresh_run_summary(cur, names[0])  # copied with the run, then given two more tasks
         from core.measure.metrics_run import run_task_metrics
 
         run_task_metrics(store, names[0], long_task, "paper-gold")

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from core.errors import InputError, Problem
 from core.ingest.records import RunMeta, TrajectoryRecord, mark_answers
+from core.measure.run_summaries import refresh_run_summary
 from core.search import index as search_index
 from core.store import Store, insert_rows, one_thread, rows_table, utcnow, valid_row
 
@@ -22,6 +23,7 @@ from core.store import Store, insert_rows, one_thread, rows_table, utcnow, valid
 RUN_TABLES = (
     "import_problems", "agent_responses", "network_events", "evaluations", "evaluator_results",
     "trajectories", "steps", "observations", "alignments", "alignment_steps", "metrics", "failure_causes",
+    "run_summaries",
 )  # fmt: skip
 
 
@@ -182,6 +184,7 @@ def _write_run(store, meta, trajectories, problems, extra_writes, network_events
                 insert_rows(cur, table, data)
         for write in writes:
             write(cur)
+        refresh_run_summary(cur, meta.name)
         # The tasks' sites, read here in one short query rather than in a read before the transaction:
         # every importer ends in this transaction, but not every one reads the file before it.
         rows["sites"] = dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall())

@@ -21,6 +21,7 @@ from core.measure.action_grammar import ParsedAction, readable
 from core.measure.judge import Judge, Pair, Verdict
 from core.measure.llm.client import LLMStats
 from core.measure.requirements import ensure_requirements, requirements_by_task
+from core.measure.run_summaries import refresh_run_summary
 from core.progress import ProgressCallback
 from core.store import ShortLivedStore, Store, insert_rows, require_runs, utcnow
 
@@ -540,6 +541,7 @@ def run_metrics(
         insert_rows(cur, "metrics", metric_rows)
         insert_rows(cur, "alignments", alignment_rows)
         insert_rows(cur, "alignment_steps", step_rows, schema=ALIGNMENT_STEPS_SCHEMA)
+        refresh_run_summary(cur, run)  # its metric sets
     stats = getattr(judge, "summary", lambda: {})()
     summary.llm_calls = stats.pop("llm_calls", 0)
     summary.cache_hits = stats.pop("cache_hits", 0)

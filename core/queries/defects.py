@@ -28,6 +28,7 @@ import pandas as pd
 
 from core.diagnose.facts import WitnessFact
 from core.diagnose.rules_defects import compact, split_witnesses, verified_value_text, witness_text
+from core.measure.run_summaries import VERDICT_SQL, verdict_joins
 from core.queries.defect_rate import (
     CONFIRMED_LABEL,
     DEFECT_CAUSE,
@@ -303,21 +304,21 @@ def run_defect_rate(store: Store, run: str) -> DefectRate:
 
 def defect_counts(store: Store) -> pd.DataFrame:
     """run, suspected, confirmed, rejected for every run with at least one suspected evaluator defect
-    (the links of the Runs and Triage pages; the counts `run_defects` lists)."""
+    (the links of the Runs and Triage pages; the counts `run_defects` lists). The verdicts of those tasks
+    only are read: the Runs page asks for every run."""
     return store.query_df(
         f"""
-        WITH v AS ({verdicts_sql(one_run=False)}),
-        confirmed AS ({confirmed_defects_sql("TRUE")}),
+        WITH confirmed AS ({confirmed_defects_sql("TRUE")}),
         ids AS (SELECT run, task_id FROM failure_causes WHERE cause = '{DEFECT_CAUSE}'
                 UNION SELECT run, task_id FROM confirmed),
         rejected AS (SELECT DISTINCT run, task_id FROM annotations
                      WHERE target = 'diagnosis' AND label = 'rejected' AND note = '{DEFECT_CAUSE}')
         SELECT ids.run, count(*) AS suspected, count(c.task_id) AS confirmed,
                count(r.task_id) FILTER (WHERE c.task_id IS NULL) AS rejected
-        FROM ids
-        JOIN v ON v.run = ids.run AND v.task_id = ids.task_id AND v.verdict IN ('failure', 'error')
+        FROM ids {verdict_joins("ids")}
         LEFT JOIN confirmed c ON c.run = ids.run AND c.task_id = ids.task_id
         LEFT JOIN rejected r ON r.run = ids.run AND r.task_id = ids.task_id
+        WHERE {VERDICT_SQL} IN ('failure', 'error')
         GROUP BY ids.run ORDER BY ids.run
         """
     )

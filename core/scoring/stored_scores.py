@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 
 def write_scores(cur, run: str, scores: Sequence[TaskScore]) -> None:
-    """Replace the run's evaluations and evaluator results (inside the caller's transaction)."""
+    """Replace the run's evaluations and evaluator results, and its summary (inside the caller's
+    transaction)."""
+    from core.measure.run_summaries import refresh_run_summary
     from core.store import insert_rows, utcnow
 
     cur.execute("DELETE FROM evaluator_results WHERE run = ?", [run])
@@ -37,6 +39,7 @@ def write_scores(cur, run: str, scores: Sequence[TaskScore]) -> None:
         )
     insert_rows(cur, "evaluations", task_rows)
     insert_rows(cur, "evaluator_results", evaluator_rows)
+    refresh_run_summary(cur, run)
 
 
 def evaluate_run(
