@@ -71,3 +71,4 @@ bench: $(STAMP)
 
 clean-demo:
 	rm -f $(DEMO_DB) $(DEMO_DB).wal
+	rm -rf $(DEMO_DB).thumbnails

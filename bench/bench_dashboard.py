@@ -8,18 +8,23 @@ and a 35,000-event trace (the real task-107 HAR) in the first copy.
 
 Timed, per page, N views each, through Streamlit's AppTest (the real page script, its queries and its
 element tree):
-- cold: every cache emptied before every view, scaled screenshots included (the first view ever);
+- first view: every cache emptied before every view, the scaled screenshots kept on disk beside the
+  database included (the first view ever of the task);
+- cold: every cache of the process emptied before every view, the kept scaled screenshots left (the first
+  view after a server start; core.files.thumbnails);
 - after import: the database cache emptied, scaled screenshots kept (what an import invalidates);
 - warm: the cache as a second reviewer finds it.
 Data access, ours vs the baseline, for the same view: our read models (the page's own calls, one open
 of the database) against AgentLab XRay's way — every table the view needs read whole for the run into
 pandas, then filtered and joined there.
 Targets on 3 runs: Runs <= 500 ms, Triage <= 300 ms, Task review (70 steps) <= 300 ms, Network
-(35,000 events) <= 500 ms; on 50 runs at most 1.5x those.
+(35,000 events) <= 500 ms; on 50 runs at most 1.5x those (on the cold p95). Cold p50 (issue 36): Task review
+<= 300 ms, Compare (a replicated run against OpAgent's 809 tasks) <= 1 s, Metrics <= 500 ms.
 """
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import sys
 import tempfile
@@ -29,11 +34,14 @@ from pathlib import Path
 import pandas as pd
 
 from bench.volume import build_volume_db
+from core.files import thumbnails
 from core.paths import REPO_ROOT
 from core.store import Store
 
 VIEWS = 15
-TARGETS_MS = {"runs": 500, "triage": 300, "task": 300, "network": 500}
+TARGETS_MS = {"runs": 500, "triage": 300, "task": 300, "network": 500, "compare": 1000, "metrics": 500}
+COLD_P50_MS = {"task": 300, "compare": 1000, "metrics": 500}  # issue 36, on the cold p50
+DATA_ACCESS = ("runs", "triage", "task", "network")  # pages whose reads are also timed against XRay's way
 SCALE_50 = 1.5
 APP = str(REPO_ROOT / "dashboard" / "app.py")
 
@@ -52,6 +60,8 @@ def _pages(vol) -> dict[str, tuple[str, dict[str, str]]]:
         "triage": ("views/triage.py", {"run": vol.runs[0]}),
         "task": ("views/task.py", {"run": run, "task": str(long_task), "step": "35"}),
         "network": ("views/task.py", {"run": trace_run, "task": str(trace_task), "tab": "Network"}),
+        "compare": ("views/compare.py", {"a": vol.runs[0], "b": "opagent"}),
+        "metrics": ("views/metrics.py", {"run": vol.runs[0]}),
     }
 
 
@@ -73,7 +83,10 @@ def time_views(db: Path, page: str, params: dict[str, str], mode: str) -> list[f
 
     samples = []
     for _ in range(VIEWS):
-        if mode == "cold":
+        if mode == "first view":
+            st.cache_data.clear()
+            shutil.rmtree(thumbnails.folder_for(db), ignore_errors=True)
+        elif mode == "cold":
             st.cache_data.clear()
         elif mode == "after import":
             app_db.forget_reads()
@@ -155,18 +168,24 @@ def _baseline(db: Path, name: str, vol) -> list[float]:
 def _measure(db: Path, vol, label: str, scale: float) -> None:
     print(f"\n{label}: {db.stat().st_size / 1e6:.0f} MB database, {len(vol.runs)} replicated runs")
     print("page view, server time (AppTest: queries + page script), p50/p95 in ms; target on the cold p95")
-    print(f"{'page':<9} {'cold':>11} {'after import':>13} {'warm':>11} {'target':>7}")
+    print(f"{'page':<9} {'first view':>11} {'cold':>11} {'after import':>13} {'warm':>11} {'target':>7}")
     for name, (page, params) in _pages(vol).items():
+        first = percentiles(time_views(db, page, params, "first view"))
         cold = percentiles(time_views(db, page, params, "cold"))
         after = percentiles(time_views(db, page, params, "after import"))
         warm = percentiles(time_views(db, page, params, "warm"))
         target = TARGETS_MS[name] * scale
         verdict = "ok" if cold[1] <= target else "MISS"
-        print(f"{name:<9} {cold[0]:>5.0f}/{cold[1]:<5.0f} {after[0]:>6.0f}/{after[1]:<6.0f} "
+        if name in COLD_P50_MS:
+            verdict += (
+                f"; cold p50 <= {COLD_P50_MS[name]}: {'ok' if cold[0] <= COLD_P50_MS[name] else 'MISS'}"
+            )
+        print(f"{name:<9} {first[0]:>5.0f}/{first[1]:<5.0f} {cold[0]:>5.0f}/{cold[1]:<5.0f} "
+              f"{after[0]:>6.0f}/{after[1]:<6.0f} "
               f"{warm[0]:>5.0f}/{warm[1]:<5.0f} {target:>6.0f} {verdict}")  # fmt: skip
     print("data access for the same view, p50/p95 in ms: our read models vs the whole run in pandas (XRay)")
     print(f"{'page':<9} {'ours':>11} {'baseline':>11} {'baseline/ours':>14}")
-    for name in _pages(vol):
+    for name in DATA_ACCESS:
         ours, base = percentiles(_ours(db, name, vol)), percentiles(_baseline(db, name, vol))
         print(
             f"{name:<9} {ours[0]:>5.0f}/{ours[1]:<5.0f} {base[0]:>5.0f}/{base[1]:<5.0f} {base[0] / ours[0]:>12.1f}x"

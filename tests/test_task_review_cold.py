@@ -5,6 +5,8 @@ when no filter is set."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.queries import task as q
@@ -40,9 +42,9 @@ def test_a_cold_view_decodes_each_shown_screenshot_once(open_page, demo_db, monk
     decoded: list[str | None] = []
     real = q.screenshot_image
 
-    def counting(path, max_width):
+    def counting(path, max_width, folder=None):
         decoded.append(path)
-        return real(path, max_width)
+        return real(path, max_width, None)  # scaled here, not read back from a kept copy
 
     monkeypatch.setattr(q, "screenshot_image", counting)
     st.cache_data.clear()
@@ -85,3 +87,74 @@ def test_a_filter_or_another_sort_takes_the_triage_table(demo_db, monkeypatch):
         monkeypatch.setattr(tq, "triage_table", lambda *a, **k: calls.append(a) or real(*a, **k))
         assert [tq.failed_neighbours(s, run, failed[1], f) for f in wanted] == expected
         assert len(calls) == 3  # every filter but the blank text (the same list as no filter)
+
+
+def _scaling_counted(monkeypatch) -> list[str]:
+    made: list[str] = []
+    real = q._scaled
+
+    def counting(path, max_width):
+        made.append(path)
+        return real(path, max_width)
+
+    monkeypatch.setattr(q, "_scaled", counting)
+    return made
+
+
+def test_a_scaled_screenshot_is_kept_and_read_back_until_the_file_changes(demo_db, tmp_path, monkeypatch):
+    """core.files.thumbnails: the second scaling of a file reads the kept copy; a replaced file is scaled anew."""
+    _, _, _, steps = _longest_screenshotted_attempt(demo_db)
+    source = next(p for _, p in steps if p)
+    copy = tmp_path / ("shot" + source[source.rfind(".") :])
+    copy.write_bytes(Path(source).read_bytes())
+    folder = str(tmp_path / "demo.duckdb.thumbnails")
+    made = _scaling_counted(monkeypatch)
+    first = q.screenshot_image(str(copy), 200, folder)
+    assert first and first[:2] == b"\xff\xd8" and made == [str(copy)]  # a JPEG, scaled once
+    assert q.screenshot_image(str(copy), 200, folder) == first and len(made) == 1  # read back
+    assert q.screenshot_image(str(copy), 120, folder) != first and len(made) == 2  # another width
+    copy.write_bytes(copy.read_bytes() + b"\0")  # replaced (a PNG ignores trailing bytes)
+    assert q.screenshot_image(str(copy), 200, folder) and len(made) == 3
+    assert q.screenshot_image(str(copy), 200) and len(made) == 4  # no folder: nothing kept
+
+
+def test_a_kept_copy_that_is_not_ours_is_made_again_and_a_folder_that_cannot_be_written_keeps_nothing(
+    demo_db, tmp_path, monkeypatch
+):
+    from core.files import thumbnails
+
+    _, _, _, steps = _longest_screenshotted_attempt(demo_db)
+    source = next(p for _, p in steps if p)
+    folder = tmp_path / "thumbs"
+    made = _scaling_counted(monkeypatch)
+    image = q.screenshot_image(source, 200, str(folder))
+    (entry,) = folder.rglob("*.jpg")
+    entry.unlink()
+    entry.symlink_to("/etc/hostname")  # not a regular file: never read
+    assert q.screenshot_image(source, 200, str(folder)) == image and len(made) == 2
+    assert entry.is_file() and not entry.is_symlink()  # replaced by the scaled copy
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    assert q.screenshot_image(source, 200, str(blocked / "thumbs")) == image  # mkdir fails: still shown
+    assert thumbnails.folder_for(tmp_path / "x.duckdb") == tmp_path / "x.duckdb.thumbnails"
+
+
+def test_after_a_server_start_the_task_page_reads_the_kept_copies(open_page, demo_db, tmp_path, monkeypatch):
+    """The page keeps its scaled screenshots beside the database: a cold view after a restart (every cache
+    of the process emptied) scales none."""
+    import shutil
+
+    import streamlit as st
+
+    db = tmp_path / "demo.duckdb"
+    shutil.copy(demo_db, db)
+    run, task_id, _, steps = _longest_screenshotted_attempt(db)
+    made = _scaling_counted(monkeypatch)
+    st.cache_data.clear()
+    open_page(db, TASK, run=run, task=str(task_id), tab="Steps", step=str(steps[0][0]))
+    shown = sum(p is not None for _, p in steps[:FILMSTRIP])
+    assert len(made) == shown > 0 and len(list((tmp_path / "demo.duckdb.thumbnails").rglob("*.jpg"))) == shown
+    made.clear()
+    st.cache_data.clear()
+    at = open_page(db, TASK, run=run, task=str(task_id), tab="Steps", step=str(steps[0][0]))
+    assert made == [] and len([img for el in at.get("image") for img in el.proto.imgs]) >= shown

@@ -32,11 +32,13 @@ def verdict_joins(ids: str) -> str:
         LEFT JOIN trajectories t ON t.run = {ids}.run AND t.task_id = {ids}.task_id AND t.is_answer"""
 
 
-def verdicts_sql(one_run: bool = True) -> str:
+def verdicts_sql(one_run: bool = True, one_task: bool = False) -> str:
     """SQL giving run, task_id, verdict, verdict_source for every task of a run (parameter `$run`) or of
-    every run: each task with an evaluation, an answer trajectory, an agent response or an import problem.
+    every run: each task with an evaluation, an answer trajectory, an agent response or an import problem;
+    with `one_task`, of task `$task` only (read from each table by its key, not filtered after the union:
+    the task page asks for one task of every run).
     """
-    only = "AND run = $run" if one_run else ""
+    only = ("AND run = $run " if one_run else "") + ("AND task_id = $task" if one_task else "")
     return f"""
         WITH ids AS (
             SELECT run, task_id FROM evaluations WHERE true {only}

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pandas as pd
 
+from core.files import thumbnails
 from core.queries.evidence import (
     ORIGINAL,
     Reference,
@@ -172,7 +173,7 @@ def task_header(store: Store, run: str, task_id: int) -> TaskHeader | None:
     """Everything the top of the task page shows; None when the run has no such task."""
     found = store.query_dicts(
         f"""
-        WITH v AS ({verdicts_sql()})
+        WITH v AS ({verdicts_sql(one_task=True)})
         SELECT v.task_id, v.verdict, v.verdict_source, k.intent, k.sites, k.site_key, k.start_urls,
                k.task_type, k.expected_status, k.eval AS verified_eval, k.in_hard_subset,
                o.reference_answers, o.reference_url, o.eval_types AS original_eval_types,
@@ -300,10 +301,19 @@ def screenshot_bytes(path: str | None) -> bytes | None:
         return None
 
 
-def screenshot_image(path: str | None, max_width: int) -> bytes | None:
+def screenshot_image(path: str | None, max_width: int, folder: str | None = None) -> bytes | None:
     """The screenshot scaled down to at most `max_width` pixels (JPEG), for filmstrips and the step view: a
     1500-px PNG is ~1 MB and costs the page ~50 ms to re-encode on every view; this runs once per file
-    (the app caches it by the file's identity)."""
+    (the app caches it by the file's identity) and, given a `folder` (core.files.thumbnails), once per
+    file at all: the scaled copy is kept there for the next server start."""
+    if not path:
+        return None
+    return thumbnails.kept_or_made(
+        Path(folder) if folder else None, path, max_width, lambda: _scaled(path, max_width)
+    )
+
+
+def _scaled(path: str, max_width: int) -> bytes | None:
     import io
 
     from PIL import Image, UnidentifiedImageError
@@ -322,13 +332,15 @@ def screenshot_image(path: str | None, max_width: int) -> bytes | None:
         return None
 
 
-def screenshot_images(paths: tuple[str | None, ...], max_width: int) -> list[bytes | None]:
+def screenshot_images(
+    paths: tuple[str | None, ...], max_width: int, folder: str | None = None
+) -> list[bytes | None]:
     """`screenshot_image` of several files at once, two at a time (Pillow decodes outside the GIL): a
     filmstrip's first view costs about half as long."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return list(pool.map(lambda p: screenshot_image(p, max_width), paths))
+        return list(pool.map(lambda p: screenshot_image(p, max_width, folder), paths))
 
 
 def evaluator_rows(store: Store, run: str, task_id: int) -> list[dict[str, Any]]:
@@ -354,8 +366,8 @@ def eval_result_json(store: Store, run: str, task_id: int) -> bytes | None:
 def other_runs(store: Store, task_id: int) -> pd.DataFrame:
     """The same task in every run that has it, with each run's verdict."""
     return store.query_df(
-        f"SELECT run, verdict, verdict_source FROM ({verdicts_sql(one_run=False)}) WHERE task_id = ? ORDER BY run",
-        [task_id],
+        f"SELECT run, verdict, verdict_source FROM ({verdicts_sql(one_run=False, one_task=True)}) ORDER BY run",
+        {"task": task_id},
     )
 
 

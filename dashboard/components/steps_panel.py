@@ -9,13 +9,14 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from core.files import thumbnails
 from core.queries import evidence as ev
 from core.queries import task as q
 from core.values import is_missing
 from dashboard import state
 from dashboard.components import labels_panel, step_pages
 from dashboard.components.tables import show_table
-from dashboard.db import read, read_files
+from dashboard.db import db_path, read, read_files
 
 FILMSTRIP = 6  # screenshots loaded around the current step; the others are never read
 # One size for the filmstrip and the chosen step: each screenshot is decoded once (a 1500-px PNG costs
@@ -58,7 +59,8 @@ def _filmstrip(steps: pd.DataFrame, current: int) -> bytes | None:
     idxs = steps["idx"].tolist()
     start = idxs.index(current) // FILMSTRIP * FILMSTRIP
     window = steps.iloc[start : start + FILMSTRIP]
-    images = read_files(q.screenshot_images, tuple(window["screenshot_path"]), STEP_WIDTH)
+    folder = str(thumbnails.folder_for(db_path()))  # scaled copies kept beside the database
+    images = read_files(q.screenshot_images, tuple(window["screenshot_path"]), STEP_WIDTH, folder)
     cols = st.columns(FILMSTRIP)
     for col, row, image in zip(cols, window.itertuples(index=False), images, strict=False):
         with col:
