@@ -4,8 +4,8 @@
 -- here once for the runs already stored, with the same definition. Documented in docs/schema.md.
 CREATE TABLE run_summaries (
     run             VARCHAR NOT NULL,   -- runs.name (key: one row per run)
-    tasks           BIGINT NOT NULL,   -- tasks with a verdict of any kind (unscored included)
-    scored          BIGINT NOT NULL,   -- success + failure + error
+    tasks           BIGINT NOT NULL,    -- tasks with a verdict of any kind (unscored included)
+    scored          BIGINT NOT NULL,    -- success + failure + error
     successes       BIGINT NOT NULL,
     failures        BIGINT NOT NULL,
     errors          BIGINT NOT NULL,
