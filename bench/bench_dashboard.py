@@ -97,33 +97,38 @@ def time_views(db: Path, page: str, params: dict[str, str], mode: str) -> list[f
 
 
 # -- data access: our read models vs a whole run into pandas, XRay-style ----------------------------
-def _ours(db: Path, name: str, vol) -> list[float]:
+def view_reads(store: Store, name: str, vol) -> None:
+    """The read models one view of page `name` (runs, triage, task, network) calls, on `vol`'s first run or
+    its heavy task (bench_volume times the same views as the database grows)."""
     from core.queries import network, runs, task, triage
 
-    run = vol.runs[0]
+    if name == "runs":
+        names = runs.runs_table(store)["run"].tolist()
+        for r in names[:3]:
+            runs.success_by_site(store, r)
+    elif name == "triage":
+        runs.run_names(store)
+        triage.triage_table(store, vol.runs[0])
+    else:
+        r, t = vol.long_task if name == "task" else vol.trace_task
+        task.task_header(store, r, t)
+        triage.triage_table(store, r)
+        task.other_runs(store, t)
+        eps = task.episodes(store, r, t)
+        if name == "task":
+            task.steps(store, r, t, eps[0]["episode"])
+        else:
+            network.event_count(store, r, t)
+            network.matched_events(store, r, t)
+            network.events(store, r, t)
+
+
+def _ours(db: Path, name: str, vol) -> list[float]:
     samples = []
     for _ in range(VIEWS):
         start = time.perf_counter()
         with Store(db, read_only=True) as store:
-            if name == "runs":
-                names = runs.runs_table(store)["run"].tolist()
-                for r in names[:3]:
-                    runs.success_by_site(store, r)
-            elif name == "triage":
-                runs.run_names(store)
-                triage.triage_table(store, run)
-            else:
-                r, t = vol.long_task if name == "task" else vol.trace_task
-                task.task_header(store, r, t)
-                triage.triage_table(store, r)
-                task.other_runs(store, t)
-                eps = task.episodes(store, r, t)
-                if name == "task":
-                    task.steps(store, r, t, eps[0]["episode"])
-                else:
-                    network.event_count(store, r, t)
-                    network.matched_events(store, r, t)
-                    network.events(store, r, t)
+            view_reads(store, name, vol)
         samples.append(time.perf_counter() - start)
     return samples
 

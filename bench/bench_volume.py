@@ -5,7 +5,8 @@ page's read models (one open of the database, the page's own calls, as bench_das
 - Runs (the landing page): the runs table, the defect links, the latest run's failures by cause and the
   success by site of the three charted runs; beside it the baseline, the same page with each run's counts
   computed from every task's verdict (`summary_sql` over every run: what Runs read before migration 8);
-- Triage, Task review (a 70-step task) and Network (35,000 events) of the first run.
+- Triage, Task review (a 70-step task) and Network (35,000 events) of the first run, the reads of
+  bench_dashboard's data access (`view_reads`).
 
 Targets at 500 runs (issue 36): Runs <= 250 ms p50 and within 1.5x its 50-run p50; Triage, Task and Network
 <= 400 ms p95. `python -m bench volume [N ...]` measures other sizes (default 50 500).
@@ -18,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_dashboard import percentiles
+from bench.bench_dashboard import percentiles, view_reads
 from bench.volume import build_volume_db
 from core.store import Store
 
@@ -39,26 +40,6 @@ def _runs_page(store: Store, *, live: bool) -> None:
         failures.failures_by_cause(store, latest)
     for run in table["run"].tolist()[:3]:
         runs.success_by_site(store, run)
-
-
-def _page(store: Store, name: str, vol) -> None:
-    from core.queries import network, runs, task, triage
-
-    if name == "triage":
-        runs.run_names(store)
-        triage.triage_table(store, vol.runs[0])
-        return
-    run, task_id = vol.long_task if name == "task" else vol.trace_task
-    task.task_header(store, run, task_id)
-    triage.triage_table(store, run)
-    task.other_runs(store, task_id)
-    episodes = task.episodes(store, run, task_id)
-    if name == "task":
-        task.steps(store, run, task_id, episodes[0]["episode"])
-    else:
-        network.event_count(store, run, task_id)
-        network.matched_events(store, run, task_id)
-        network.events(store, run, task_id)
 
 
 def _timed(db: Path, read) -> tuple[float, float]:
@@ -82,7 +63,7 @@ def measure(folder: Path, n_runs: int) -> dict[str, tuple[float, float]]:
         "runs, baseline": _timed(vol.path, lambda s: _runs_page(s, live=True)),
     }
     for name in ("triage", "task", "network"):
-        figures[name] = _timed(vol.path, lambda s, name=name: _page(s, name, vol))
+        figures[name] = _timed(vol.path, lambda s, name=name: view_reads(s, name, vol))
     for name, (p50, p95) in figures.items():
         print(f"{name:<16} {p50:>7.0f} {p95:>7.0f}")
     ours, base = figures["runs"][0], figures["runs, baseline"][0]
