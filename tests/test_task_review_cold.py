@@ -158,3 +158,22 @@ def test_after_a_server_start_the_task_page_reads_the_kept_copies(open_page, dem
     st.cache_data.clear()
     at = open_page(db, TASK, run=run, task=str(task_id), tab="Steps", step=str(steps[0][0]))
     assert made == [] and len([img for el in at.get("image") for img in el.proto.imgs]) >= shown
+
+
+def test_a_thumbnail_that_cannot_be_placed_leaves_no_part_file_and_a_missing_screenshot_has_none(
+    demo_db, tmp_path
+):
+    from core.files import thumbnails
+
+    _, _, _, steps = _longest_screenshotted_attempt(demo_db)
+    source = next(p for _, p in steps if p)
+    folder = tmp_path / "thumbs"
+    entry = thumbnails._entry(folder, Path(source), 200)
+    entry.mkdir(parents=True)  # a folder where the kept copy would go: the rename fails
+    assert q.screenshot_image(source, 200, str(folder))  # still shown
+    assert [p.name for p in entry.parent.iterdir()] == [entry.name]  # its temporary file removed
+    missing = str(tmp_path / "gone.png")
+    assert (
+        q.screenshot_image(missing, 200, str(folder)) is None
+        and thumbnails._entry(folder, Path(missing), 200) is None
+    )
