@@ -28,7 +28,7 @@ import pandas as pd
 
 from core.diagnose.facts import WitnessFact
 from core.diagnose.rules_defects import compact, split_witnesses, verified_value_text, witness_text
-from core.measure.run_summaries import VERDICT_SQL, verdict_joins
+from core.measure.run_summaries import VERDICT_SQL, verdict_joins, verdicts_sql
 from core.queries.defect_rate import (
     CONFIRMED_LABEL,
     DEFECT_CAUSE,
@@ -43,7 +43,6 @@ from core.queries.evidence import (
     verdict_reference,
     verified_reference,
 )
-from core.queries.runs import verdicts_sql
 from core.store import Store, require_runs
 from core.values import is_missing, normalise_text
 

@@ -191,7 +191,6 @@ def task_header(store: Store, run: str, task_id: int) -> TaskHeader | None:
         LEFT JOIN evaluations e ON e.run = $run AND e.task_id = v.task_id
         LEFT JOIN trajectories t ON t.run = $run AND t.task_id = v.task_id AND t.is_answer
         LEFT JOIN agent_responses r ON r.run = $run AND r.task_id = v.task_id
-        WHERE v.task_id = $task
         """,
         {"run": run, "task": task_id},
     )
