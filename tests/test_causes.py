@@ -329,8 +329,8 @@ def test_the_agreement_panel_shows_the_engines_figures_with_n_and_intervals(stor
     from dashboard.components.cause_agreement import agreement_rows, kappa_text
 
     decide_cause(store, NAV, 374, "environment", "accepted", "Grace", label=CAUSE_LABEL["environment"])
-    decide_cause(store, BABEL, 530, "invalid_action", "rejected", "Grace")
-    annotate(store, "task", "Grace", run=BABEL, task_id=530, label=CAUSE_LABEL["gave_up"])
+    decide_cause(store, BABEL, 2, "evaluator_strict", "rejected", "Grace")
+    annotate(store, "task", "Grace", run=BABEL, task_id=2, label=CAUSE_LABEL["gave_up"])
     # The rule of last resort names no cause: a label there is counted apart, not as a disagreement.
     (fallback,) = store.query(
         "SELECT task_id FROM failure_causes WHERE run = ? AND is_primary AND rule = 'answered_wrong'", [NAV]

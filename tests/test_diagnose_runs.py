@@ -47,8 +47,8 @@ def test_every_failed_opagent_task_has_one_primary_cause(whole):
     undecided = whole.query(
         "SELECT summary FROM failure_causes WHERE run = ? AND is_primary AND cause = 'undecided'", [OPAGENT]
     )
-    # docs: the 5 the rules leave open are attempts that recorded no answer.
-    assert len(undecided) == 5
+    # docs: the 4 the rules leave open are attempts that recorded no answer.
+    assert len(undecided) == 4
     assert all(
         s.startswith("No rule decided; no model configured (") and "without an answer" in s
         for (s,) in undecided
@@ -56,63 +56,67 @@ def test_every_failed_opagent_task_has_one_primary_cause(whole):
 
 
 def test_the_rules_alone_decide_most_failures(whole):
-    """docs/failure-causes.md: the rules decide 223 of 228 OpAgent failures (98 %) and all 260 babelcloud
-    failures; the target is 80 %."""
+    """docs/failure-causes.md: the rules decide 224 of 228 OpAgent failures (98 %) and 252 of 260 babelcloud
+    failures (97 %; the 8 others are renders cut by the harness's parse-failure stop without an answer);
+    the target is 80 %."""
     by_rule, failed = _share_by_rules(whole, OPAGENT)
     assert by_rule / failed >= 0.95 and by_rule / failed >= 0.80
     by_rule, failed = _share_by_rules(whole, BABEL)
-    assert failed == 260 and by_rule == failed
-    # Of those, a specific cause (not the fallback): OpAgent 112 (49 %), babelcloud 58 (22 %).
+    assert failed == 260 and by_rule == 252
+    # Of those, a specific cause (not the fallback): OpAgent 116 (51 %), babelcloud 47 (18 %).
     specific = dict(
         whole.query(
             "SELECT run, count(*) FROM failure_causes WHERE is_primary AND source = 'rule'"
             " AND cause <> 'undecided' AND rule <> 'answered_wrong' GROUP BY run"
         )
     )
-    assert specific[OPAGENT] >= 105 and specific[BABEL] >= 52
+    assert specific[OPAGENT] >= 110 and specific[BABEL] >= 45
 
 
 def test_agreement_on_the_fresh_labels(whole):
-    """The blind measure: 40 failures labelled after the rules were frozen. A specific cause for 12 (κ 0.77
-    [0.48, 1.00], accuracy 0.83); 28 went to the fallback (labelled wrong_answer on 5). With the fallback
-    read as wrong_answer, κ 0.26. evaluator_strict: right on 5 of 5, recall 0.36 (5 of 14)."""
+    """Labelled after the `rules-2` rules were frozen (no longer blind for `rules-4`, whose changes read its
+    misses too): 40 failures. A specific cause for 14 (κ 0.88 [0.63, 1.00], accuracy 0.93); 26 went to the
+    fallback (labelled wrong_answer on 5). With the fallback read as wrong_answer, κ 0.34.
+    evaluator_strict: right on 8 of 8, recall 0.57 (8 of 14)."""
     result = agreement_from_labels(whole, FRESH)
-    assert (result.n, result.n_undecided, result.n_fallback, result.n_fallback_right) == (12, 0, 28, 5)
-    assert result.kappa >= 0.7 and result.accuracy >= 0.8 and result.kappa_all >= 0.2
+    assert (result.n, result.n_undecided, result.n_fallback, result.n_fallback_right) == (14, 0, 26, 5)
+    assert result.kappa >= 0.8 and result.accuracy >= 0.9 and result.kappa_all >= 0.3
     low, high = result.kappa_ci
     assert low is not None and low < result.kappa < high
     strict = {s.cause: s for s in result.per_cause}["evaluator_strict"]
-    assert (strict.n_suggested, strict.n_agreed, strict.n_labelled) == (5, 5, 14)
+    assert (strict.n_suggested, strict.n_agreed, strict.n_labelled) == (8, 8, 14)
 
 
 def test_agreement_on_the_held_out_labels(whole):
-    """The holdout half of the first 132 labels (86 tasks): a specific cause for 33, κ 0.71 [0.52, 0.87];
-    51 to the fallback, 2 undecided. Not blind any more: the last rule changes were made after reading its
-    misses. evaluator_strict recall 0.32 (12 of 38)."""
+    """The holdout half of the first 132 labels (86 tasks): a specific cause for 35, κ 0.91 [0.78, 1.00];
+    49 to the fallback, 2 undecided. Not blind any more: the last rule changes were made after reading its
+    misses. evaluator_strict right on 17 of 18, recall 0.46 (17 of 37)."""
     result = agreement_from_labels(whole, DEVELOPED, "holdout")
-    assert (result.n, result.n_undecided, result.n_fallback) == (34, 2, 50)
-    assert result.accuracy >= 0.75 and result.kappa >= 0.65 and result.kappa_all >= 0.25
+    assert (result.n, result.n_undecided, result.n_fallback) == (35, 2, 49)
+    assert result.accuracy >= 0.9 and result.kappa >= 0.85 and result.kappa_all >= 0.3
     only = agreement_from_labels(whole, DEVELOPED, "holdout", runs_only=[OPAGENT])
     held_out = sum(1 for path in DEVELOPED for row in read_labels(path, "holdout") if row[0] == OPAGENT)
     assert only.n + only.n_undecided + only.n_fallback == held_out and only.n < result.n
     scores = {s.cause: s for s in result.per_cause}
-    assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_labelled == 38
-    assert 0.3 <= scores["evaluator_strict"].recall < 0.6
+    assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_labelled == 37
+    assert 0.4 <= scores["evaluator_strict"].recall < 0.6
 
 
 def test_agreement_on_all_labels_and_where_the_rules_are_sure(whole):
-    """All 172 labels: κ 0.77 over the 66 with a specific suggestion. evaluator_strict is right on 26 of 27,
-    the loop on 13 of 13; the fallback takes 103 tasks and is right (answered wrong) on 23."""
+    """All 172 labels: κ 0.91 over the 69 with a specific suggestion. evaluator_strict is right on 34 of 35,
+    the loop on 15 of 17; the fallback takes 99 tasks and is right (answered wrong) on 23."""
     result = agreement_from_labels(whole, LABELS)
-    assert result.n + result.n_undecided + result.n_fallback == 172 and result.kappa >= 0.72
+    assert result.n + result.n_undecided + result.n_fallback == 172 and result.kappa >= 0.85
     scores = {s.cause: s for s in result.per_cause}
-    assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_suggested >= 25
-    assert scores["looped"].precision >= 0.9
-    assert (result.n_fallback, result.n_fallback_right) == (102, 23)
+    assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_suggested >= 34
+    assert scores["looped"].precision >= 0.85
+    # Every cause a rule names is right at least 8 times in 10 on the labels (the fallback names none).
+    assert all(s.precision is None or s.precision >= 0.8 for s in scores.values())
+    assert (result.n_fallback, result.n_fallback_right) == (99, 23)
 
 
 def test_agreement_on_the_tune_half_is_higher(whole):
-    """The rules were written on the tune half: κ 0.86 there over specific suggestions."""
+    """The rules were written on the tune half: κ 0.92 there over specific suggestions."""
     tune = agreement_from_labels(whole, DEVELOPED, "tune")
     assert tune.kappa >= 0.8 and tune.kappa > agreement_from_labels(whole, FRESH).kappa
 
@@ -124,15 +128,15 @@ def test_each_rules_stated_precision_is_what_the_labels_measure(whole):
 
 def test_the_whole_runs_show_drift_and_equivalent_values(whole):
     """OpAgent's task 563 (a gitlab and reddit task) never went to reddit; task 9 searched cn.bing.com after
-    the map's pages could not be reached (the environment first, the drift beside it); task 333 answered
-    359.55 where the reference wrote 359.546."""
+    the map site showed 'upstream request timeout' at its first step (the environment first, the drift
+    beside it); task 333 answered 359.55 where the reference wrote 359.546."""
     rows = whole.query(
         "SELECT task_id, rule, is_primary FROM failure_causes WHERE run = ? AND task_id IN (9, 333, 563)"
-        " AND rule IN ('drifted_off_site', 'equivalent_values', 'tool_server_errors')",
+        " AND rule IN ('drifted_off_site', 'equivalent_values', 'tool_server_errors', 'start_page_failed')",
         [OPAGENT],
     )
     assert set(rows) == {
-        (563, "drifted_off_site", True), (9, "tool_server_errors", True), (9, "drifted_off_site", False),
+        (563, "drifted_off_site", True), (9, "start_page_failed", True), (9, "drifted_off_site", False),
         (333, "equivalent_values", True),
     }  # fmt: skip
 
@@ -182,3 +186,142 @@ def test_the_agreement_command_on_the_held_out_labels(full_demo_db: Path, tmp_pa
     assert data["labels"].endswith(f"run {OPAGENT}")
     bad = run_cli("diagnose", "--agreement", "--split", "holdout", db=db)
     assert bad.returncode == 2 and "--labels" in bad.stderr
+
+
+# --- rules-4: each rule on the real task it was written for, and reverted --------------------------------
+
+
+@pytest.fixture(scope="module")
+def task_facts(whole):
+    from core.diagnose.facts import load_facts
+
+    runs = (OPAGENT, BABEL, "agentlab-sample")
+    return {(run, f.task_id): f for run in runs for f in load_facts(whole, run)}
+
+
+def _primary(f):
+    from core.diagnose.rules import find_causes
+
+    found = find_causes(f)
+    return (found[0].cause, found[0].rule) if found else (None, None)
+
+
+def test_verified_values_are_read_as_verified_reads_them(task_facts):
+    """Verified's nested list is one value with alternatives (babelcloud 21: 'Anglebert Dinkherhump' or its
+    parts), a boolean is a yes or no answer (174 'No' for [false], OpAgent 178 'Yes' for [true]), and a
+    precise number is the answer's rounded to its precision (OpAgent 248: '40.442, -79.940' for 40.4424191,
+    -79.9397388). Another answer is not."""
+    from dataclasses import replace
+
+    cases = {
+        (BABEL, 21): "Catso, Dibbins",
+        (BABEL, 174): "Yes",
+        (OPAGENT, 178): "No",
+        (OPAGENT, 248): "40, -80",
+    }
+    for key, wrong in cases.items():
+        f = task_facts[key]
+        assert _primary(f) == ("evaluator_strict", "verified_reference_matches"), key
+        assert _primary(replace(f, answer=wrong))[1] != "verified_reference_matches", key
+    # A yes inside a sentence says nothing; a number written without decimals rounds nothing.
+    f = task_facts[(OPAGENT, 178)]
+    assert _primary(replace(f, answer="No idea, yes or no"))[1] != "verified_reference_matches"
+
+
+def test_a_url_differing_in_case_is_a_strict_evaluator(task_facts):
+    """OpAgent 646 posted in /f/DIY and ended on its post; the original url_match wanted /f/diy."""
+    from dataclasses import replace
+
+    f = task_facts[(OPAGENT, 646)]
+    cause, rule = _primary(f)
+    assert (cause, rule) == ("evaluator_strict", "url_differs_in_format")
+    other = replace(f, final_url=f.final_url.replace("/f/DIY/", "/f/Art/"))
+    assert _primary(other)[1] != "url_differs_in_format"
+
+
+def test_a_value_verified_corrected_that_the_agent_entered_is_a_strict_evaluator(task_facts):
+    """OpAgent 780 raised two prices by $17 to 101.00 (steps 4 and 10); the original check wanted 64.00 (a
+    cut), Verified 101.0. Had the agent typed the original's value, or another, the rule would not hold."""
+    from dataclasses import replace
+
+    from core.diagnose.rules_defects import verified_corrected_entry
+
+    f = task_facts[(OPAGENT, 780)]
+    finding = verified_corrected_entry(f)
+    assert _primary(f)[1] == "verified_corrected_entry"
+    assert [e.step_idx for e in finding.evidence if e.kind == "step"] == [4, 10]
+    assert "'64.00'" in finding.summary and "'101.0'" in finding.summary
+    for typed in ("64.00", "99.00"):
+        steps = tuple(replace(s, typed=typed) if s.typed == "101.00" else s for s in f.steps)
+        assert verified_corrected_entry(replace(f, steps=steps)) is None
+
+
+def test_a_site_down_at_the_start_is_the_environment(task_facts):
+    """OpAgent 10: the map site showed 'upstream request timeout' at step 0 (the agent's reading of the
+    page says so); without that reading the task is no longer the environment's."""
+    from dataclasses import replace
+
+    f = task_facts[(OPAGENT, 10)]
+    assert f.steps[0].saw_server_error and _primary(f) == ("environment", "start_page_failed")
+    quiet = tuple(replace(s, saw_server_error=False) for s in f.steps)
+    assert _primary(replace(f, steps=quiet))[0] != "environment"
+    # A site failing later, which the agent recovers from, decides nothing (OpAgent 389, step 3).
+    later = task_facts.get((OPAGENT, 389))
+    if later is not None:
+        assert any(s.saw_server_error for s in later.steps) and _primary(later)[1] != "start_page_failed"
+
+
+def test_a_page_of_the_public_web_out_of_reach_is_not_the_environment(task_facts):
+    """OpAgent 674 went to the real reddit.com, which the sandbox cannot reach, and said it failed "due to a
+    repeated network connection error": reviewers call that giving up. On a WebArena site it is the
+    environment."""
+    from dataclasses import replace
+
+    from core.diagnose.rules_site import tool_server_errors
+
+    f = task_facts[(OPAGENT, 674)]
+    assert any("ERR_TUNNEL" in (s.error or "") for s in f.steps)
+    assert tool_server_errors(f) is None and _primary(f)[0] == "gave_up"
+
+    def on_site(text):
+        return text.replace("https://www.reddit.com/r/games", "http://ecs_ip:9999/f/games")
+
+    moved = tuple(
+        replace(s, error=on_site(s.error), action=on_site(s.action)) if s.error else s for s in f.steps
+    )
+    assert tool_server_errors(replace(f, steps=moved)).cause == "environment"
+
+
+def test_loops_by_nearby_clicks_and_rounds_of_pages(task_facts, monkeypatch):
+    """OpAgent 443 clicked the editor's lines 7-8 five times a few pixels apart; AgentLab 143 walked order
+    history → page 2 → order 148 twice and was cut at 10 steps. Both are loops; with clicks compared to the
+    pixel, or pages not compared, they are not."""
+    import core.diagnose.rules as rules
+
+    assert _primary(task_facts[(OPAGENT, 443)]) == ("looped", "looped")
+    assert _primary(task_facts[("agentlab-sample", 143)]) == ("looped", "looped")
+    monkeypatch.setattr(rules, "CLICK_SAME_PX", 0)
+    assert _primary(task_facts[(OPAGENT, 443)])[0] != "looped"
+    monkeypatch.setattr(rules, "_page_cycled", lambda actions: None)
+    assert _primary(task_facts[("agentlab-sample", 143)])[0] == "step_limit"
+
+
+def test_a_harness_that_could_not_parse_is_how_it_ended_not_why(task_facts):
+    """babelcloud 782's render ends with five placeholder steps and 'Early stop: Failed to parse actions
+    for 3 times' (its sessions never called complete_task; the prices were saved): neither an invalid
+    action nor giving up."""
+    f = task_facts[(BABEL, 782)]
+    assert "parse" in (f.termination_detail or "").lower()
+    assert _primary(f)[0] not in ("invalid_action", "gave_up")
+
+
+def test_a_near_miss_of_a_name_verified_no_longer_asks_is_no_wrong_element(task_facts):
+    """babelcloud 7 gave the airport's terminal address; the original reference is OSM's aerodrome string,
+    which Verified replaced by a name, state and postcode: a near miss of the old string says nothing."""
+    from dataclasses import replace
+
+    from core.diagnose.rules import near_miss_entity
+
+    f = task_facts[(BABEL, 7)]
+    assert near_miss_entity(f) is None
+    assert near_miss_entity(replace(f, verified_data=None)).cause == "wrong_element"

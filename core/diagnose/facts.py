@@ -23,6 +23,8 @@ class StepFact:
     error: str | None
     answer: str | None
     url: str | None = None  # the page the step acted on
+    typed: str | None = None  # the text a type action entered, or the option a select chose
+    saw_server_error: bool = False  # the agent's reading of the page reports a server's error page
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,8 @@ SELECT e.task_id, e.status, e.source AS verdict_source, r.agent, e.explanation, 
        coalesce(k.intent, o.intent, '') AS intent, k.expected_status, k.task_type,
        coalesce(k.intent_template_id, o.intent_template_id) AS template_id, k.eval::VARCHAR AS eval,
        coalesce(k.sites, o.sites) AS sites,
-       o.must_include, o.exact_match, o.fuzzy_match::VARCHAR AS fuzzy_match, o.reference_url
+       o.must_include, o.exact_match, o.fuzzy_match::VARCHAR AS fuzzy_match, o.reference_url,
+       o.program_html::VARCHAR AS program_html
 FROM evaluations e
 JOIN runs r ON r.name = e.run
 LEFT JOIN trajectories t ON t.run = e.run AND t.task_id = e.task_id AND t.is_answer
@@ -127,11 +130,12 @@ ORDER BY e.task_id
 
 _STEPS = """
 SELECT s.task_id, s.idx, coalesce(s.executed_action, s.readable, '') AS action, coalesce(s.kind, 'action') AS kind,
-       s.error, s.answer, s.url
+       s.error, s.answer, s.url, CASE WHEN s.verb IN ('type', 'select') THEN s.value END AS typed,
+       coalesce(regexp_matches(s.thought, $server_error, 'i'), false) AS saw_server_error
 FROM steps s
 JOIN trajectories t ON t.run = s.run AND t.task_id = s.task_id AND t.episode = s.episode AND t.is_answer
 JOIN evaluations e ON e.run = s.run AND e.task_id = s.task_id AND e.status IN ('failure', 'error')
-WHERE s.run = ?
+WHERE s.run = $run
 ORDER BY s.task_id, s.idx
 """
 
@@ -184,6 +188,12 @@ ORDER BY e.task_id, e.run
 """
 
 
+# What a site's error page says, as an agent reading the page reports it (the proxy's timeout, a gateway).
+SERVER_ERROR_PAGE = (
+    r"upstream request timeout|502 bad gateway|503 service (?:temporarily )?unavailable|504 gateway"
+)
+
+
 def _json(text: str | None) -> Any:
     return orjson.loads(text) if text else None
 
@@ -201,7 +211,8 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
     with store.reading() as cur:
 
         def rows(sql: str) -> list[dict[str, Any]]:
-            result = cur.execute(sql, {"run": run} if "$run" in sql else [run])
+            params = {"run": run} | ({"server_error": SERVER_ERROR_PAGE} if "$server_error" in sql else {})
+            result = cur.execute(sql, params if "$run" in sql else [run])
             names = [d[0] for d in result.description]
             return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
 
@@ -214,7 +225,14 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
     for r in steps:
         by_task["steps"][r["task_id"]].append(
             StepFact(
-                r["idx"], r["action"], r["kind"], or_none(r["error"]), or_none(r["answer"]), or_none(r["url"])
+                r["idx"],
+                r["action"],
+                r["kind"],
+                or_none(r["error"]),
+                or_none(r["answer"]),
+                or_none(r["url"]),
+                or_none(r["typed"]),
+                bool(r["saw_server_error"]),
             )
         )
     for r in events:
@@ -252,6 +270,7 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
                 original_reference={
                     "must_include": list(r["must_include"] or []), "exact_match": r["exact_match"],
                     "fuzzy_match": _json(r["fuzzy_match"]), "reference_url": r["reference_url"],
+                    "program_html": _json(r["program_html"]) or [],
                 },
                 ear=ear.get(task_id),
                 template_passed=tuple(passed_by_template.get(r["template_id"], ())),

@@ -43,20 +43,20 @@ class RulePrecision:
         )
 
 
-# Measured on the 172 labels of opagent.csv, babelcloud.csv, added.csv and fresh.csv (every split), `rules-3`.
+# Measured on the 172 labels of opagent.csv, babelcloud.csv, added.csv and fresh.csv (every split), `rules-4`.
 RULE_PRECISION: dict[str, RulePrecision] = {
-    "answered_wrong": RulePrecision(23, 102),
+    "answered_wrong": RulePrecision(23, 99),
     "differs_only_in_format": RulePrecision(9, 9),
-    "gave_up": RulePrecision(11, 14),
-    "invalid_action": RulePrecision(0, 3),
-    "looped": RulePrecision(13, 13),
-    "near_miss_entity": RulePrecision(3, 5),
+    "gave_up": RulePrecision(12, 13),
+    "looped": RulePrecision(15, 17),
+    "near_miss_entity": RulePrecision(2, 2),
     "offline_evaluators_pass": RulePrecision(1, 1),
     "other_runs_agree": RulePrecision(3, 4),
-    "step_limit": RulePrecision(0, 1),
-    "tool_server_errors": RulePrecision(1, 2),
+    "start_page_failed": RulePrecision(1, 1),
     "trace_server_errors": RulePrecision(1, 1),
+    "url_differs_in_format": RulePrecision(2, 2),
+    "verified_corrected_entry": RulePrecision(1, 1),
     "verified_corrected_value": RulePrecision(1, 1),
-    "verified_reference_matches": RulePrecision(11, 11),
+    "verified_reference_matches": RulePrecision(15, 15),
     "verified_url_reached": RulePrecision(2, 2),
 }

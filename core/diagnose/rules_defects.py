@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import date
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
 from core.diagnose.facts import TaskFacts, WitnessFact
-from core.diagnose.findings import GAVE_UP, Evidence, Finding, failing_sentence, quote
-from core.measure.judge.values import as_date, norm_value, numbers_in, same_value, squash
+from core.diagnose.findings import GAVE_UP, Evidence, Finding, failing_sentence, numbers, quote
+from core.measure.judge.values import as_date, as_number, norm_value, numbers_in, same_value, squash
 from core.scoring.offline.urls import canonical_url
+from core.scoring.offline.webarena import url_match
 
 # --- other runs as witnesses ---------------------------------------------------------------------------
 
@@ -170,11 +172,14 @@ _UNITS = frozenset(
 )
 
 
-def _rounds_to(wanted: float, answer: str) -> bool:
-    """A number of the answer equals `wanted` rounded to the answer's own precision (359.55 ~ 359.546)."""
+def rounds_to(wanted: float, answer: str, min_decimals: int = 0) -> bool:
+    """A number of the answer equals `wanted` rounded to the answer's own precision (359.55 ~ 359.546),
+    counting only numbers written with at least `min_decimals` decimals."""
     for match in re.finditer(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?", answer):
         text = match.group(0).replace(",", "")
         decimals = len(text.split(".")[1]) if "." in text else 0
+        if decimals < min_decimals:
+            continue
         if abs(float(text) - round(wanted, decimals)) < 10 ** -(decimals + 3):
             return True
     return False
@@ -202,7 +207,7 @@ def equivalent(value: str, answer: str) -> bool:
     wanted_numbers = numbers_in(value)
     words = squash(re.sub(r"[-+]?[\d,]*\.?\d+", " ", value)).split()
     if wanted_numbers and all(w in _UNITS for w in words):
-        return all(_rounds_to(n, answer) for n in wanted_numbers)  # a number with at most a unit
+        return all(rounds_to(n, answer) for n in wanted_numbers)  # a number with at most a unit
     wanted_date = as_date(value)
     if wanted_date is not None:
         return wanted_date in {as_date(m) for m in re.findall(r"[\w/.,-]+(?: \d{1,2},? \d{4})?", answer)}
@@ -304,3 +309,103 @@ def verified_url_reached(facts: TaskFacts) -> Finding | None:
             (_check_evidence(facts, failed, reference, facts.final_url, url),),
         )  # fmt: skip
     return None
+
+
+def _folded_url(url: str) -> str:
+    """A URL with the differences a site ignores set aside: letter case, `%20` for a space, a trailing space."""
+    return unquote(canonical_url(url.strip())).lower().strip()
+
+
+def url_differs_in_format(facts: TaskFacts) -> Finding | None:
+    """The original `url_match` failed on the last page, but passes once letter case, `%20` and outer spaces
+    are set aside (`/f/DIY/23/…` where `/f/diy` was asked: the site serves both), and no other check failed."""
+    reference = facts.original_reference.get("reference_url")
+    if facts.verdict_source == "webarena-verified" or not reference or not facts.final_url:
+        return None
+    failed = {ev.evaluator for ev in facts.evaluators if ev.status == "failure"}
+    if failed != {"url_match"}:
+        return None
+    folded = " |OR| ".join(_folded_url(u) for u in reference.split(" |OR| "))
+    if url_match(folded, _folded_url(facts.final_url)).status != "success":
+        return None
+    return Finding(
+        "evaluator_strict", "url_differs_in_format",
+        f"The agent ended on {quote(facts.final_url, 80)}, which is the page the check wanted "
+        f"({quote(reference, 60)}) but for letter case or an encoded space.",
+        (_check_evidence(facts, "url_match", reference, facts.final_url, _verified_text(facts)),),
+    )  # fmt: skip
+
+
+# --- a value WebArena-Verified corrected, which the agent entered --------------------------------------
+
+
+def _quantity(value: Any) -> float | date | None:
+    """A number or a date, from a value a check wants or a text the agent entered ('$101.00', '3/15/23')."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        number = as_number(value)
+        return number if number is not None else as_date(value)
+    return None
+
+
+def _page_check_values(facts: TaskFacts) -> list[str]:
+    """What the original `program_html` checks want the pages to hold (exact match and must-include)."""
+    out = []
+    for check in facts.original_reference.get("program_html") or []:
+        wanted = check.get("required_contents") if isinstance(check, dict) else None
+        if isinstance(wanted, dict):
+            exact = wanted.get("exact_match")
+            out += [exact] if isinstance(exact, str) else []
+            out += [w for w in wanted.get("must_include") or [] if isinstance(w, str)]
+    return out
+
+
+def _posted_values(facts: TaskFacts) -> list[Any]:
+    """The values WebArena-Verified's network checks want the agent's form submissions to post."""
+    out = []
+    for evaluator in facts.verified_evaluators:
+        expected = evaluator.get("expected") or {}
+        if evaluator.get("evaluator") == "NetworkEventEvaluator" and isinstance(
+            expected.get("post_data"), dict
+        ):
+            out += [v for v in expected["post_data"].values() if not isinstance(v, dict | list)]
+    return out
+
+
+def verified_corrected_entry(facts: TaskFacts) -> Finding | None:
+    """The run was scored with the original reference and failed on its page checks (`program_html`) alone;
+    the numbers or dates those checks want are ones WebArena-Verified corrected (none of its posted values
+    equals any of them), and the agent entered every corrected value and none of the original ones (a
+    price raised to 101.00 where the original reference, taking the raise for a cut, wanted 64.00)."""
+    if facts.verdict_source == "webarena-verified":
+        return None
+    if {ev.evaluator for ev in facts.evaluators if ev.status != "success"} != {"program_html"}:
+        return None  # a page check failed, or could not be re-checked offline, and nothing else
+    original = {q for v in _page_check_values(facts) if (q := _quantity(v)) is not None}
+    corrected = {q for v in _posted_values(facts) if (q := _quantity(v)) is not None}
+    if not original or not corrected or original & corrected:
+        return None
+    entries = [s for s in facts.steps if s.typed and _quantity(s.typed) is not None]
+    entered = {_quantity(s.typed) for s in entries}
+    if not corrected <= entered or original & entered:
+        return None
+    steps = [s for s in entries if _quantity(s.typed) in corrected]
+
+    def listed(values: Iterable[Any]) -> str:
+        return ", ".join(quote(str(v), 20) for v in dict.fromkeys(values))
+
+    wanted = listed(v for v in _page_check_values(facts) if _quantity(v) is not None)
+    posted = listed(v for v in _posted_values(facts) if _quantity(v) is not None)
+    typed = listed(s.typed for s in steps)
+    return Finding(
+        "evaluator_strict", "verified_corrected_entry",
+        f"The page check wants {wanted}; WebArena-Verified corrected that to {posted}, which is what the "
+        f"agent entered ({typed}, steps {numbers([s.idx for s in steps])}).",
+        (
+            _check_evidence(facts, "program_html", wanted, typed, _verified_text(facts)),
+            *(Evidence("step", s.action, step_idx=s.idx) for s in steps[:10]),
+        ),
+    )  # fmt: skip

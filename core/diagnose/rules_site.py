@@ -6,9 +6,36 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
-from core.diagnose.facts import TaskFacts
+from core.diagnose.facts import StepFact, TaskFacts
 from core.diagnose.findings import Evidence, Finding, answered_at, failing_sentence, numbers, quote
+from core.diagnose.rules_defects import rounds_to
+from core.measure.judge.values import norm_value
+from core.scoring.offline.urls import canonical_url
+
+# A WebArena site's placeholder (core.scoring.offline.urls) -> the site name tasks use.
+_SITE_OF = {
+    "__SHOPPING__": "shopping", "__SHOPPING_ADMIN__": "shopping_admin", "__SHOPPING_ADMIN_HOST__": "shopping_admin",
+    "__GITLAB__": "gitlab", "__REDDIT__": "reddit", "__MAP__": "map", "__WIKIPEDIA__": "wikipedia",
+    "__WIKIPEDIA_HOST__": "wikipedia",
+}  # fmt: skip
+_PUBLIC_HOST = re.compile(r"^(?:[a-z0-9-]+\.)+[a-z]{2,}$")  # a named public host (not an IP, not ecs_ip)
+
+
+def site_of(url: str) -> str | None:
+    """The WebArena site of a page ('shopping', 'gitlab', ...), 'off-site' for a page of the public web
+    (a named host such as cn.bing.com), None for anything else: a browser page (about:blank,
+    chrome-error) or a site served on an address or port that does not say which site it is."""
+    if not url.startswith(("http://", "https://")):
+        return None
+    canonical = canonical_url(url)
+    for placeholder in sorted(_SITE_OF, key=len, reverse=True):
+        if canonical.startswith(placeholder):
+            return _SITE_OF[placeholder]
+    host = (urlsplit(url).hostname or "").lower()
+    return "off-site" if _PUBLIC_HOST.match(host) and not host.endswith(".amazonaws.com") else None
+
 
 SERVER_ERROR_STEPS = 2  # tool calls that failed with a 5xx before the site counts as broken
 
@@ -49,6 +76,24 @@ def trace_server_errors(facts: TaskFacts) -> Finding | None:
     return Finding("environment", "trace_server_errors", summary + ".", evidence)
 
 
+START_STEPS = 2  # the first steps: a site that fails there was down when the attempt began
+
+
+def start_page_failed(facts: TaskFacts) -> Finding | None:
+    """The agent's reading of the page at its first steps reports a server's error page (an upstream
+    timeout, a bad gateway): the site was down when the attempt began. A failure later on, which the agent
+    may recover from, decides nothing."""
+    seen = [s for s in facts.steps[:START_STEPS] if s.saw_server_error]
+    if not seen:
+        return None
+    return Finding(
+        "environment", "start_page_failed",
+        f"At step {seen[0].idx} the agent read a server's error page (an upstream timeout or a gateway "
+        "error) where the task's site should have loaded.",
+        tuple(Evidence("step", s.url or s.action, step_idx=s.idx) for s in seen),
+    )  # fmt: skip
+
+
 def response_site_failed(facts: TaskFacts) -> Finding | None:
     """The agent reported UNKNOWN_ERROR and its error details say the site failed."""
     if facts.response_status != "UNKNOWN_ERROR" or not _SITE_FAILED.search(facts.response_error or ""):
@@ -61,10 +106,24 @@ def response_site_failed(facts: TaskFacts) -> Finding | None:
     )  # fmt: skip
 
 
+_URL_IN_TEXT = re.compile(r"https?://[^\s'\"<>)]+")
+
+
+def _off_site(step: StepFact) -> bool:
+    """The step went to a page of the public web: the URL its error names, else the one its action goes to."""
+    urls = _URL_IN_TEXT.findall(step.error or "") or _URL_IN_TEXT.findall(step.action or "")
+    return bool(urls) and site_of(urls[0]) == "off-site"
+
+
 def tool_server_errors(facts: TaskFacts) -> Finding | None:
-    """Browser calls that failed with a server error (at least SERVER_ERROR_STEPS) or an unreachable page."""
+    """Browser calls that failed with a server error (at least SERVER_ERROR_STEPS) or an unreachable page
+    (not one of the public web)."""
     server = [s for s in facts.steps if s.error and STEP_SERVER_ERROR.search(s.error)]
-    unreachable = [s for s in facts.steps if s.error and _STEP_UNREACHABLE.search(s.error)]
+    # A page of the public web that cannot be reached is the agent leaving the sandbox, not a broken site.
+    unreachable = [
+        s for s in facts.steps
+        if s.error and _STEP_UNREACHABLE.search(s.error) and not _off_site(s)
+    ]  # fmt: skip
     if len(server) < SERVER_ERROR_STEPS and not unreachable:
         return None
     failed = sorted({s.idx: s for s in server + unreachable}.values(), key=lambda s: s.idx)
@@ -145,21 +204,43 @@ def differs_only_in_format(facts: TaskFacts) -> Finding | None:
     )  # fmt: skip
 
 
-def _leaves(value: Any) -> list[list[Any]]:
-    """Verified's expected values as a list of requirements, each a list of alternatives (a nested list
-    in retrieved_data is read as alternatives)."""
+Scalar = str | int | float | bool
+
+
+def verified_leaves(value: Any) -> list[list[Scalar]]:
+    """Verified's expected values as a list of requirements, each a list of alternatives: a list of plain
+    values nested in retrieved_data is one requirement with alternatives (`["Anglebert Dinkherhump",
+    "Anglebert", "Dinkherhump"]`), a dict asks for each of its values."""
     if isinstance(value, dict):
-        return [req for v in value.values() for req in _leaves(v)]
+        return [req for v in value.values() for req in verified_leaves(v)]
     if isinstance(value, list):
-        if value and all(isinstance(v, list) for v in value) and len(value) == 1:
-            return [[a for a in value[0] if isinstance(a, str | int | float) and not isinstance(a, bool)]]
-        return [req for v in value for req in _leaves(v)]
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        return [[value]]
-    return []
+        out: list[list[Scalar]] = []
+        for item in value:
+            if isinstance(item, list) and item and all(_is_scalar(a) for a in item):
+                out.append(list(item))
+            else:
+                out += verified_leaves(item)
+        return out
+    return [[value]] if _is_scalar(value) else []
 
 
-def _value_in(value: str | int | float, answer: str) -> bool:
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool)
+
+
+# WebArena-Verified's boolean normaliser (data_types/boolean.py): the words it reads as true or false.
+_BOOLEAN_WORDS = {True: ("true", "yes", "y", "1", "t", "on"), False: ("false", "no", "n", "0", "f", "off")}
+_PRECISE_NUMBER = re.compile(r"-?\d+\.\d{3,}")  # a value Verified gives to 3 decimals or more
+ROUNDED_MIN_DECIMALS = 2  # an answer's number rounds a precise value only when written with this many
+
+
+def _value_in(value: Scalar, answer: str) -> bool:
+    if isinstance(value, bool):
+        # The answer is the boolean itself (a yes or no somewhere in a sentence says nothing).
+        return (norm_value(answer) or "").rstrip(".!") in _BOOLEAN_WORDS[value]
+    if isinstance(value, str) and _PRECISE_NUMBER.fullmatch(value.strip()):
+        # A precise value (a coordinate) given in the answer rounded to its own precision.
+        return rounds_to(float(value), answer, ROUNDED_MIN_DECIMALS)
     if isinstance(value, int | float):
         number = float(value)
         shapes = {
@@ -192,9 +273,9 @@ def verified_corrected_value(facts: TaskFacts) -> Finding | None:
     # none the original value (else Verified did not change it).
     same_kind = [
         alt
-        for req in _leaves(facts.verified_data)
+        for req in verified_leaves(facts.verified_data)
         for alt in req
-        if isinstance(alt, int | float) == is_number
+        if not isinstance(alt, bool) and isinstance(alt, int | float) == is_number
     ]
     if any(_value_in(v, wanted) for v in same_kind) or _value_in(
         float(wanted) if is_number else wanted, facts.answer
@@ -215,7 +296,7 @@ def verified_reference_matches(facts: TaskFacts) -> Finding | None:
     corrected WebArena-Verified reference expects."""
     if facts.verdict_source == "webarena-verified" or facts.expected_status not in (None, "SUCCESS"):
         return None
-    requirements = _leaves(facts.verified_data)
+    requirements = verified_leaves(facts.verified_data)
     if not requirements or not facts.answer:
         return None
     if not all(any(_value_in(alt, facts.answer) for alt in req) for req in requirements):
