@@ -1,5 +1,5 @@
 """Suggested failure causes on the whole OpAgent and babelcloud runs (the demo built from ../shared/data),
-and their agreement with our 172 hand labels (tests/fixtures/failure_labels): the figures
+and their agreement with our 212 hand labels (tests/fixtures/failure_labels): the figures
 docs/failure-causes.md reports, each asserted at the measured value minus a small margin."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from core.store import Store
 FIXTURE = Path(__file__).parent / "fixtures" / "failure_labels"
 FIRST = [FIXTURE / "opagent.csv", FIXTURE / "babelcloud.csv"]  # 92 labels, a tune and a holdout half each
 DEVELOPED = [*FIRST, FIXTURE / "added.csv"]  # and 40 more held out, read before the last rule changes
-FRESH = [FIXTURE / "fresh.csv"]  # 40 more, labelled after the rules were frozen: the blind measure
-LABELS = [*DEVELOPED, *FRESH]
+FRESH = [FIXTURE / "fresh.csv"]  # 40 more, labelled after the rules-2 rules were frozen
+FRESH2 = [FIXTURE / "fresh2.csv"]  # 40 more, labelled blind to rules-4 (measured once, then read: docs)
+LABELS = [*DEVELOPED, *FRESH, *FRESH2]
 
 
 @pytest.fixture(scope="module")
@@ -63,56 +64,69 @@ def test_the_rules_alone_decide_most_failures(whole):
     assert by_rule / failed >= 0.95 and by_rule / failed >= 0.80
     by_rule, failed = _share_by_rules(whole, BABEL)
     assert failed == 260 and by_rule == 252
-    # Of those, a specific cause (not the fallback): OpAgent 116 (51 %), babelcloud 47 (18 %).
+    # Of those, a specific cause (not the fallback): OpAgent 119 (52 %), babelcloud 55 (21 %).
     specific = dict(
         whole.query(
             "SELECT run, count(*) FROM failure_causes WHERE is_primary AND source = 'rule'"
             " AND cause <> 'undecided' AND rule <> 'answered_wrong' GROUP BY run"
         )
     )
-    assert specific[OPAGENT] >= 110 and specific[BABEL] >= 45
+    assert specific[OPAGENT] >= 112 and specific[BABEL] >= 50
 
 
 def test_agreement_on_the_fresh_labels(whole):
     """Labelled after the `rules-2` rules were frozen (no longer blind for `rules-4`, whose changes read its
-    misses too): 40 failures. A specific cause for 14 (κ 0.88 [0.63, 1.00], accuracy 0.93); 26 went to the
-    fallback (labelled wrong_answer on 5). With the fallback read as wrong_answer, κ 0.34.
-    evaluator_strict: right on 8 of 8, recall 0.57 (8 of 14)."""
+    misses too): 40 failures. A specific cause for 15 (κ 0.89 [0.64, 1.00], accuracy 0.93); 25 went to the
+    fallback (labelled wrong_answer on 5). With the fallback read as wrong_answer, κ 0.37.
+    evaluator_strict: right on 9 of 9, recall 0.64 (9 of 14)."""
     result = agreement_from_labels(whole, FRESH)
-    assert (result.n, result.n_undecided, result.n_fallback, result.n_fallback_right) == (14, 0, 26, 5)
+    assert (result.n, result.n_undecided, result.n_fallback, result.n_fallback_right) == (15, 0, 25, 5)
     assert result.kappa >= 0.8 and result.accuracy >= 0.9 and result.kappa_all >= 0.3
     low, high = result.kappa_ci
     assert low is not None and low < result.kappa < high
     strict = {s.cause: s for s in result.per_cause}["evaluator_strict"]
-    assert (strict.n_suggested, strict.n_agreed, strict.n_labelled) == (8, 8, 14)
+    assert (strict.n_suggested, strict.n_agreed, strict.n_labelled) == (9, 9, 14)
+
+
+def test_agreement_on_the_second_fresh_labels(whole):
+    """fresh2.csv: 40 failures (20 of each run, seed 42) labelled by readers who saw neither the rules, their
+    suggestions nor the other labels. Measured blind once on the rules before the last four changes (κ 0.73
+    [0.41, 1.00] over 10, evaluator_strict 3 of 3, recall 3 of 14: docs/failure-causes.md); now a specific
+    cause for 10 (κ 0.85 [0.54, 1.00]), 30 to the fallback (labelled wrong_answer on 11); evaluator_strict
+    right on 4 of 4, recall 0.29 (4 of 14)."""
+    result = agreement_from_labels(whole, FRESH2)
+    assert (result.n, result.n_undecided, result.n_fallback, result.n_fallback_right) == (10, 0, 30, 11)
+    assert result.kappa >= 0.8 and result.accuracy >= 0.85
+    strict = {s.cause: s for s in result.per_cause}["evaluator_strict"]
+    assert (strict.n_suggested, strict.n_agreed, strict.n_labelled) == (4, 4, 14)
 
 
 def test_agreement_on_the_held_out_labels(whole):
-    """The holdout half of the first 132 labels (86 tasks): a specific cause for 35, κ 0.91 [0.78, 1.00];
-    49 to the fallback, 2 undecided. Not blind any more: the last rule changes were made after reading its
-    misses. evaluator_strict right on 17 of 18, recall 0.46 (17 of 37)."""
+    """The holdout half of the first 132 labels (86 tasks): a specific cause for 39, κ 0.92 [0.80, 1.00];
+    45 to the fallback, 2 undecided. Not blind any more: the last rule changes were made after reading its
+    misses. evaluator_strict right on 21 of 22, recall 0.57 (21 of 37)."""
     result = agreement_from_labels(whole, DEVELOPED, "holdout")
-    assert (result.n, result.n_undecided, result.n_fallback) == (35, 2, 49)
-    assert result.accuracy >= 0.9 and result.kappa >= 0.85 and result.kappa_all >= 0.3
+    assert (result.n, result.n_undecided, result.n_fallback) == (39, 2, 45)
+    assert result.accuracy >= 0.9 and result.kappa >= 0.85 and result.kappa_all >= 0.35
     only = agreement_from_labels(whole, DEVELOPED, "holdout", runs_only=[OPAGENT])
     held_out = sum(1 for path in DEVELOPED for row in read_labels(path, "holdout") if row[0] == OPAGENT)
     assert only.n + only.n_undecided + only.n_fallback == held_out and only.n < result.n
     scores = {s.cause: s for s in result.per_cause}
     assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_labelled == 37
-    assert 0.4 <= scores["evaluator_strict"].recall < 0.6
+    assert 0.5 <= scores["evaluator_strict"].recall < 0.7
 
 
 def test_agreement_on_all_labels_and_where_the_rules_are_sure(whole):
-    """All 172 labels: κ 0.91 over the 69 with a specific suggestion. evaluator_strict is right on 34 of 35,
-    the loop on 15 of 17; the fallback takes 99 tasks and is right (answered wrong) on 23."""
+    """All 212 labels: κ 0.91 over the 86 with a specific suggestion. evaluator_strict is right on 45 of 46,
+    the loop on 18 of 21; the fallback takes 122 tasks and is right (answered wrong) on 34."""
     result = agreement_from_labels(whole, LABELS)
-    assert result.n + result.n_undecided + result.n_fallback == 172 and result.kappa >= 0.85
+    assert result.n + result.n_undecided + result.n_fallback == 212 and result.kappa >= 0.85
     scores = {s.cause: s for s in result.per_cause}
-    assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_suggested >= 34
+    assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_suggested >= 44
     assert scores["looped"].precision >= 0.85
     # Every cause a rule names is right at least 8 times in 10 on the labels (the fallback names none).
     assert all(s.precision is None or s.precision >= 0.8 for s in scores.values())
-    assert (result.n_fallback, result.n_fallback_right) == (99, 23)
+    assert (result.n_fallback, result.n_fallback_right) == (122, 34)
 
 
 def test_agreement_on_the_tune_half_is_higher(whole):
@@ -244,7 +258,7 @@ def test_a_value_verified_corrected_that_the_agent_entered_is_a_strict_evaluator
     cut), Verified 101.0. Had the agent typed the original's value, or another, the rule would not hold."""
     from dataclasses import replace
 
-    from core.diagnose.rules_defects import verified_corrected_entry
+    from core.diagnose.rules_pages import verified_corrected_entry
 
     f = task_facts[(OPAGENT, 780)]
     finding = verified_corrected_entry(f)
@@ -325,3 +339,74 @@ def test_a_near_miss_of_a_name_verified_no_longer_asks_is_no_wrong_element(task_
     f = task_facts[(BABEL, 7)]
     assert near_miss_entity(f) is None
     assert near_miss_entity(replace(f, verified_data=None)).cause == "wrong_element"
+
+
+def test_a_page_check_that_reads_another_page_than_its_template(task_facts):
+    """Task 584 (both runs created forum Karaoke with the description and sidebar asked): its check reads
+    #forum_description on /f/Karaoke, where tasks 580-583 of the same template, which passed, read it on
+    /f/<forum>/edit. Had the siblings read the same page shape, or the agent not entered the values, no."""
+    from dataclasses import replace
+
+    from core.diagnose.rules_pages import check_unlike_template
+
+    for run in (OPAGENT, BABEL):
+        f = task_facts[(run, 584)]
+        finding = check_unlike_template(f)
+        assert finding is not None and _primary(f)[1] == "check_unlike_template", run
+        assert "'__REDDIT__/f/Karaoke'" in finding.summary and "/edit" in finding.summary
+        alike = tuple(
+            tuple(dict(c, url=c["url"].removesuffix("/edit")) for c in checks)
+            for checks in f.template_passed_checks
+        )
+        assert check_unlike_template(replace(f, template_passed_checks=alike)) is None
+        blank = tuple(replace(s, typed=None) for s in f.steps)
+        assert check_unlike_template(replace(f, steps=blank)) is None
+
+
+def test_a_record_verified_moved_that_the_agent_worked_on(task_facts):
+    """babelcloud 493: the original check reads order 307; Verified posts the comment to order 65, Grace
+    Nguyen's latest pending order, which the agent opened ('View link for order 000000065', step 13) and
+    commented on. Had the agent opened order 307 instead, no."""
+    from dataclasses import replace
+
+    from core.diagnose.rules_pages import verified_moved_target
+
+    f = task_facts[(BABEL, 493)]
+    finding = verified_moved_target(f)
+    assert _primary(f)[1] == "verified_moved_target" and 13 in [e.step_idx for e in finding.evidence]
+    assert "order_id 307" in finding.summary and "order_id 65" in finding.summary
+    other = tuple(replace(s, action=s.action.replace("000000065", "000000307")) for s in f.steps)
+    assert verified_moved_target(replace(f, steps=other)) is None
+
+
+def test_values_entered_in_another_format(task_facts):
+    """babelcloud 555 wrote the five newest memes' URLs on the site's public address
+    (`http://www.reddit.com:9999/f/memes/…`) where the check wants the deployment's; the same pages.
+    Other URLs are not."""
+    from dataclasses import replace
+
+    from core.diagnose.rules_pages import entered_in_another_format
+
+    f = task_facts[(BABEL, 555)]
+    assert _primary(f)[1] == "entered_in_another_format"
+    other = tuple(
+        replace(s, typed=s.typed.replace("/f/memes/", "/f/news/")) if s.typed else s for s in f.steps
+    )
+    assert entered_in_another_format(replace(f, steps=other)) is None
+
+
+def test_a_check_that_misquotes_the_task(task_facts):
+    """Tasks 653-657 quote "it broke after just three days of use"; their check wants 'it broke after three
+    days of use'. babelcloud 656 typed the task's words with the order number and SKU: the check's fault.
+    Without the SKU entered, or with a task that says the check's words, it is not."""
+    from dataclasses import replace
+
+    from core.diagnose.rules_pages import check_misquotes_task
+
+    f = task_facts[(BABEL, 656)]
+    assert _primary(f)[1] == "check_misquotes_task"
+    no_sku = tuple(replace(s, typed=s.typed.replace("B0041MSF2S", "")) if s.typed else s for s in f.steps)
+    assert check_misquotes_task(replace(f, steps=no_sku)) is None
+    assert (
+        check_misquotes_task(replace(f, intent=f.intent.replace("after just three", "after three"))) is None
+    )

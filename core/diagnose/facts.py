@@ -85,6 +85,7 @@ class TaskFacts:
     witnesses: tuple[WitnessFact, ...] = ()  # other runs' attempts at this task
     agent: str | None = None  # the run's agent, as imported
     template_passed: tuple[int, ...] = ()  # other tasks of the same template that passed in the run
+    template_passed_checks: tuple[tuple[Any, ...], ...] = ()  # their original page checks, one tuple each
     steps: tuple[StepFact, ...] = ()
     server_errors: tuple[EventFact, ...] = ()
     evaluators: tuple[EvaluatorFact, ...] = field(default_factory=tuple)
@@ -166,7 +167,8 @@ GROUP BY task_id
 
 # Tasks of the run that passed, with their template: a failed task whose template passed elsewhere.
 _PASSED = """
-SELECT coalesce(k.intent_template_id, o.intent_template_id) AS template_id, e.task_id
+SELECT coalesce(k.intent_template_id, o.intent_template_id) AS template_id, e.task_id,
+       o.program_html::VARCHAR AS program_html
 FROM evaluations e
 LEFT JOIN tasks k ON k.task_id = e.task_id
 LEFT JOIN original_tasks o ON o.task_id = e.task_id
@@ -248,9 +250,11 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
             WitnessFact(r["run"], r["agent"], r["status"], or_none(r["answer"]), or_none(r["final_url"]))
         )
     passed_by_template: defaultdict[int, list[int]] = defaultdict(list)
+    checks_by_template: defaultdict[int, list[tuple]] = defaultdict(list)
     for r in passed:
         if r["template_id"] is not None:
             passed_by_template[r["template_id"]].append(r["task_id"])
+            checks_by_template[r["template_id"]].append(tuple(_json(r["program_html"]) or ()))
     facts = []
     for r in tasks:
         task_id = r["task_id"]
@@ -274,6 +278,7 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
                 },
                 ear=ear.get(task_id),
                 template_passed=tuple(passed_by_template.get(r["template_id"], ())),
+                template_passed_checks=tuple(checks_by_template.get(r["template_id"], ())),
                 steps=tuple(by_task["steps"][task_id]), server_errors=tuple(by_task["events"][task_id]),
                 evaluators=tuple(by_task["evaluators"][task_id]),
             )

@@ -90,3 +90,13 @@ def failing_sentence(facts: TaskFacts) -> Evidence:
     return Evidence(
         "evaluator", f"the run's own verdict ({facts.verdict_source or 'unknown source'}) is failure"
     )
+
+
+def template_evidence(facts: TaskFacts) -> tuple[Evidence, ...]:
+    """Supporting evidence only, it decides nothing (on the tune labels 9 of 10 wrong answers had a passing
+    task of the same template too): tasks of the same template that passed in the run."""
+    if not facts.template_passed:
+        return ()
+    tasks = list(facts.template_passed)
+    text = f"task{'s' if len(tasks) > 1 else ''} {numbers(tasks)} of the same template passed in this run"
+    return (Evidence("template", text),)

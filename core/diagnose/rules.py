@@ -28,8 +28,14 @@ from core.diagnose.rules_defects import (
     equivalent_values,
     other_runs_agree,
     url_differs_in_format,
-    verified_corrected_entry,
     verified_url_reached,
+)
+from core.diagnose.rules_pages import (
+    check_misquotes_task,
+    check_unlike_template,
+    entered_in_another_format,
+    verified_corrected_entry,
+    verified_moved_target,
 )
 from core.diagnose.rules_site import (
     STEP_SERVER_ERROR,
@@ -253,6 +259,7 @@ def gave_up(facts: TaskFacts) -> Finding | None:
 
 _WORD = re.compile(r"[a-z][a-z0-9'-]+")
 NEAR_MISS_SHARE = 0.5  # a reference entity whose words the answer holds at least half of, not all
+NEAR_MISS_MAX_ITEMS = 2  # ... in a reference naming at most this many items (a pick, not a list)
 
 
 def _reference_entities(facts: TaskFacts) -> list[str]:
@@ -264,9 +271,12 @@ def near_miss_entity(facts: TaskFacts) -> Finding | None:
     reference name's words, not all of them): the agent picked the wrong row, result or option."""
     if not facts.answer or not any(ev.status == "failure" for ev in facts.evaluators):
         return None
+    entities = _reference_entities(facts)
+    if len(entities) > NEAR_MISS_MAX_ITEMS:
+        return None  # a list asked for: one item written wrong among many is no pick of another item
     answer_words = set(_WORD.findall(facts.answer.lower()))
     verified = {loose(str(alt)) for req in verified_leaves(facts.verified_data) for alt in req}
-    for entity in _reference_entities(facts):
+    for entity in entities:
         if facts.verdict_source != "webarena-verified" and verified and loose(entity) not in verified:
             continue  # WebArena-Verified no longer asks for this item: a near miss of it says nothing
         words = set(_WORD.findall(entity.lower()))
@@ -347,7 +357,8 @@ def answered_wrong(facts: TaskFacts) -> Finding | None:
 RULES: tuple[Callable[[TaskFacts], Finding | None], ...] = (
     trace_server_errors, response_site_failed, tool_server_errors, start_page_failed,
     offline_evaluators_pass, differs_only_in_format, verified_reference_matches, verified_corrected_value,
-    equivalent_values, url_differs_in_format, verified_corrected_entry,
+    equivalent_values, url_differs_in_format, verified_corrected_entry, verified_moved_target,
+    check_unlike_template, entered_in_another_format, check_misquotes_task,
     verified_url_reached, other_runs_agree,
     looped, step_limit, invalid_action, gave_up, near_miss_entity, drifted_off_site, answered_wrong,
 )  # fmt: skip

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import date
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
 from core.diagnose.facts import TaskFacts, WitnessFact
-from core.diagnose.findings import GAVE_UP, Evidence, Finding, failing_sentence, numbers, quote
-from core.measure.judge.values import as_date, as_number, norm_value, numbers_in, same_value, squash
+from core.diagnose.findings import (
+    GAVE_UP,
+    Evidence,
+    Finding,
+    failing_sentence,
+    quote,
+)
+from core.measure.judge.values import as_date, norm_value, numbers_in, same_value, squash
 from core.scoring.offline.urls import canonical_url
 from core.scoring.offline.webarena import url_match
 
@@ -78,7 +83,7 @@ def witness_evidence(
     return [one(w, True) for w in agree] + [one(w, False) for w in against]
 
 
-def _check_evidence(
+def check_evidence(
     facts: TaskFacts, check: str, reference: str, actual: str, verified: str | None
 ) -> Evidence:
     failing = failing_sentence(facts)
@@ -117,7 +122,7 @@ def verified_value_text(evaluators: Any) -> str | None:
     return "; ".join(parts) or None
 
 
-def _verified_text(facts: TaskFacts) -> str | None:
+def verified_text(facts: TaskFacts) -> str | None:
     return verified_value_text(facts.verified_evaluators)
 
 
@@ -139,7 +144,7 @@ def other_runs_agree(facts: TaskFacts) -> Finding | None:
         f"The answer {quote(facts.answer, 50)} is also what {runs} answered for this task, and both were "
         "failed; no run passed it with another answer.",
         (
-            _check_evidence(facts, check, _reference_text(facts), facts.answer or "", _verified_text(facts)),
+            check_evidence(facts, check, _reference_text(facts), facts.answer or "", verified_text(facts)),
             *witness_evidence(facts, agree, against),
         ),
     )  # fmt: skip
@@ -204,13 +209,13 @@ def equivalent(value: str, answer: str) -> bool:
     if value.lower().startswith(("http://", "https://", "__")):
         key = _url_key(value)
         return any(_url_key(token) == key for token in re.findall(r"(?:https?://|__)\S+", answer))
+    wanted_date = as_date(value)  # before numbers: 1/1/2022 is a date, not three numbers
+    if wanted_date is not None:
+        return wanted_date in {as_date(m) for m in re.findall(r"[\w/.,-]+(?: \d{1,2},? \d{4})?", answer)}
     wanted_numbers = numbers_in(value)
     words = squash(re.sub(r"[-+]?[\d,]*\.?\d+", " ", value)).split()
     if wanted_numbers and all(w in _UNITS for w in words):
         return all(rounds_to(n, answer) for n in wanted_numbers)  # a number with at most a unit
-    wanted_date = as_date(value)
-    if wanted_date is not None:
-        return wanted_date in {as_date(m) for m in re.findall(r"[\w/.,-]+(?: \d{1,2},? \d{4})?", answer)}
     folded = squash(value)
     return bool(folded) and re.search(rf"\b{re.escape(folded)}\b", squash(answer)) is not None
 
@@ -232,7 +237,7 @@ def equivalent_values(facts: TaskFacts) -> Finding | None:
         "evaluator_strict", "equivalent_values",
         f"The answer {quote(facts.answer, 50)} gives every value the check wanted "
         f"({', '.join(quote(w, 30) for w in wanted[:4])}) in another format.",
-        (_check_evidence(facts, "string_match", "; ".join(wanted), facts.answer, _verified_text(facts)),),
+        (check_evidence(facts, "string_match", "; ".join(wanted), facts.answer, verified_text(facts)),),
     )  # fmt: skip
 
 
@@ -306,14 +311,15 @@ def verified_url_reached(facts: TaskFacts) -> Finding | None:
             "evaluator_strict", "verified_url_reached",
             f"The agent ended on {quote(facts.final_url, 80)}, the page WebArena-Verified's check expects "
             f"({quote(url, 60)}); the run was scored with {quote(reference, 80)}.",
-            (_check_evidence(facts, failed, reference, facts.final_url, url),),
+            (check_evidence(facts, failed, reference, facts.final_url, url),),
         )  # fmt: skip
     return None
 
 
 def _folded_url(url: str) -> str:
-    """A URL with the differences a site ignores set aside: letter case, `%20` for a space, a trailing space."""
-    return unquote(canonical_url(url.strip())).lower().strip()
+    """A URL with the differences a site ignores set aside: letter case, `%20` for a space, a trailing space,
+    a slash ending the path (`/-/issues/?state=opened` is GitLab's `/-/issues?state=opened`)."""
+    return re.sub(r"/+(?=\?|$)", "", unquote(canonical_url(url.strip())).lower().strip())
 
 
 def url_differs_in_format(facts: TaskFacts) -> Finding | None:
@@ -332,80 +338,5 @@ def url_differs_in_format(facts: TaskFacts) -> Finding | None:
         "evaluator_strict", "url_differs_in_format",
         f"The agent ended on {quote(facts.final_url, 80)}, which is the page the check wanted "
         f"({quote(reference, 60)}) but for letter case or an encoded space.",
-        (_check_evidence(facts, "url_match", reference, facts.final_url, _verified_text(facts)),),
-    )  # fmt: skip
-
-
-# --- a value WebArena-Verified corrected, which the agent entered --------------------------------------
-
-
-def _quantity(value: Any) -> float | date | None:
-    """A number or a date, from a value a check wants or a text the agent entered ('$101.00', '3/15/23')."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        number = as_number(value)
-        return number if number is not None else as_date(value)
-    return None
-
-
-def _page_check_values(facts: TaskFacts) -> list[str]:
-    """What the original `program_html` checks want the pages to hold (exact match and must-include)."""
-    out = []
-    for check in facts.original_reference.get("program_html") or []:
-        wanted = check.get("required_contents") if isinstance(check, dict) else None
-        if isinstance(wanted, dict):
-            exact = wanted.get("exact_match")
-            out += [exact] if isinstance(exact, str) else []
-            out += [w for w in wanted.get("must_include") or [] if isinstance(w, str)]
-    return out
-
-
-def _posted_values(facts: TaskFacts) -> list[Any]:
-    """The values WebArena-Verified's network checks want the agent's form submissions to post."""
-    out = []
-    for evaluator in facts.verified_evaluators:
-        expected = evaluator.get("expected") or {}
-        if evaluator.get("evaluator") == "NetworkEventEvaluator" and isinstance(
-            expected.get("post_data"), dict
-        ):
-            out += [v for v in expected["post_data"].values() if not isinstance(v, dict | list)]
-    return out
-
-
-def verified_corrected_entry(facts: TaskFacts) -> Finding | None:
-    """The run was scored with the original reference and failed on its page checks (`program_html`) alone;
-    the numbers or dates those checks want are ones WebArena-Verified corrected (none of its posted values
-    equals any of them), and the agent entered every corrected value and none of the original ones (a
-    price raised to 101.00 where the original reference, taking the raise for a cut, wanted 64.00)."""
-    if facts.verdict_source == "webarena-verified":
-        return None
-    if {ev.evaluator for ev in facts.evaluators if ev.status != "success"} != {"program_html"}:
-        return None  # a page check failed, or could not be re-checked offline, and nothing else
-    original = {q for v in _page_check_values(facts) if (q := _quantity(v)) is not None}
-    corrected = {q for v in _posted_values(facts) if (q := _quantity(v)) is not None}
-    if not original or not corrected or original & corrected:
-        return None
-    entries = [s for s in facts.steps if s.typed and _quantity(s.typed) is not None]
-    entered = {_quantity(s.typed) for s in entries}
-    if not corrected <= entered or original & entered:
-        return None
-    steps = [s for s in entries if _quantity(s.typed) in corrected]
-
-    def listed(values: Iterable[Any]) -> str:
-        return ", ".join(quote(str(v), 20) for v in dict.fromkeys(values))
-
-    wanted = listed(v for v in _page_check_values(facts) if _quantity(v) is not None)
-    posted = listed(v for v in _posted_values(facts) if _quantity(v) is not None)
-    typed = listed(s.typed for s in steps)
-    return Finding(
-        "evaluator_strict", "verified_corrected_entry",
-        f"The page check wants {wanted}; WebArena-Verified corrected that to {posted}, which is what the "
-        f"agent entered ({typed}, steps {numbers([s.idx for s in steps])}).",
-        (
-            _check_evidence(facts, "program_html", wanted, typed, _verified_text(facts)),
-            *(Evidence("step", s.action, step_idx=s.idx) for s in steps[:10]),
-        ),
+        (check_evidence(facts, "url_match", reference, facts.final_url, verified_text(facts)),),
     )  # fmt: skip

@@ -9,7 +9,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from core.diagnose.facts import StepFact, TaskFacts
-from core.diagnose.findings import Evidence, Finding, answered_at, failing_sentence, numbers, quote
+from core.diagnose.findings import (
+    Evidence,
+    Finding,
+    answered_at,
+    failing_sentence,
+    numbers,
+    quote,
+    template_evidence,
+)
 from core.diagnose.rules_defects import rounds_to
 from core.measure.judge.values import norm_value
 from core.scoring.offline.urls import canonical_url
@@ -140,20 +148,10 @@ def tool_server_errors(facts: TaskFacts) -> Finding | None:
 # --- evaluator stricter than the task -----------------------------------------------------------------
 
 
-def _template_evidence(facts: TaskFacts) -> tuple[Evidence, ...]:
-    """Supporting evidence only, it decides nothing (on the tune labels 9 of 10 wrong answers had a passing
-    task of the same template too): tasks of the same template that passed in the run."""
-    if not facts.template_passed:
-        return ()
-    tasks = list(facts.template_passed)
-    text = f"task{'s' if len(tasks) > 1 else ''} {numbers(tasks)} of the same template passed in this run"
-    return (Evidence("template", text),)
-
-
 def _strict_finding(facts: TaskFacts, rule: str, summary: str) -> Finding:
     """An evaluator-stricter-than-the-task finding on the answer itself: the failing evaluator's sentence,
     the answer, and the passing tasks of its template."""
-    evidence = (failing_sentence(facts), Evidence("response", facts.answer[:300]), *_template_evidence(facts))
+    evidence = (failing_sentence(facts), Evidence("response", facts.answer[:300]), *template_evidence(facts))
     return Finding("evaluator_strict", rule, summary, evidence)
 
 
@@ -165,7 +163,7 @@ def offline_evaluators_pass(facts: TaskFacts) -> Finding | None:
         "evaluator_strict", "offline_evaluators_pass",
         f"The run's own verdict is {facts.status}, but every offline evaluator passes the answer "
         f"{quote(facts.answer, 40)}.",
-        (Evidence("evaluator", facts.explanation or "offline evaluators: success"), *_template_evidence(facts)),
+        (Evidence("evaluator", facts.explanation or "offline evaluators: success"), *template_evidence(facts)),
     )  # fmt: skip
 
 
@@ -188,7 +186,7 @@ def differs_only_in_format(facts: TaskFacts) -> Finding | None:
             return Finding(
                 "evaluator_strict", "differs_only_in_format",
                 f"The {ev.evaluator} check failed on a difference of format only: {quote(ev.explanation, 160)}.",
-                (Evidence("evaluator", ev.explanation, seq=ev.nearest_event_seq), *_template_evidence(facts)),
+                (Evidence("evaluator", ev.explanation, seq=ev.nearest_event_seq), *template_evidence(facts)),
             )  # fmt: skip
     string_failed = any(ev.evaluator == "string_match" and ev.status == "failure" for ev in facts.evaluators)
     wanted = [w for w in facts.reference_values if isinstance(w, str) and loose(w)]

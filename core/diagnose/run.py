@@ -28,7 +28,7 @@ from core.store import ShortLivedStore, Store, insert_rows, rows_table, utcnow
 
 
 def diagnosis_version(prompts_dir=PROMPTS_DIR) -> str:
-    """The rules' version and the diagnosis prompt's declared version, e.g. rules-3+diagnosis-2."""
+    """The rules' version and the diagnosis prompt's declared version, e.g. rules-4+diagnosis-2."""
     return f"{RULES_VERSION}+diagnosis-{diagnosis_kind(prompts_dir).prompt.version}"
 
 
