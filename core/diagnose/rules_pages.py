@@ -224,13 +224,16 @@ def verified_moved_target(facts: TaskFacts) -> Finding | None:
 def entered_in_another_format(facts: TaskFacts) -> Finding | None:
     """The page check failed alone, wanting values the agent entered, but in another format: every value
     is in what the agent typed once format is set aside (`equivalent`: the same URL on the site's other
-    address, a number rounded, a date written otherwise), and not every one as written: the check compared
-    text where the task asked for the thing."""
+    address, a number rounded, a date written otherwise, a straight apostrophe for a curly one), and not
+    every one as written (the original check's `must_include` reads the page lower-cased, nothing more):
+    the check compared text where the task asked for the thing."""
     wanted = [v for v in _page_check_values(facts) if v.strip()]
-    if not _only_page_checks_failed(facts) or not wanted or _entered_all(facts, wanted):
-        return None
     typed = "\n".join(s.typed for s in facts.steps if s.typed)
-    if not typed or not all(equivalent(v, typed) for v in wanted):
+    if not _only_page_checks_failed(facts) or not wanted or not typed:
+        return None
+    if all(v.strip().lower() in typed.lower() for v in wanted) or not all(
+        equivalent(v, typed) for v in wanted
+    ):
         return None
     steps = [s for s in facts.steps if s.typed and any(equivalent(v, s.typed) for v in wanted)]
     return Finding(
