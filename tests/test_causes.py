@@ -333,9 +333,11 @@ def test_the_agreement_panel_shows_the_engines_figures_with_n_and_intervals(stor
     annotate(store, "task", "Grace", run=BABEL, task_id=2, label=CAUSE_LABEL["gave_up"])
     # The rule of last resort names no cause: a label there is counted apart, not as a disagreement.
     (fallback,) = store.query(
-        "SELECT task_id FROM failure_causes WHERE run = ? AND is_primary AND rule = 'answered_wrong'", [NAV]
+        "SELECT task_id FROM failure_causes WHERE run = ? AND is_primary AND rule = 'answered_wrong'"
+        " ORDER BY task_id LIMIT 1",
+        [BABEL],
     )[0]
-    annotate(store, "task", "Grace", run=NAV, task_id=fallback, label=CAUSE_LABEL["gave_up"])
+    annotate(store, "task", "Grace", run=BABEL, task_id=fallback, label=CAUSE_LABEL["gave_up"])
     result = agreement_from_store(store, [NAV, BABEL])
     assert (result.n, result.n_undecided, result.n_fallback, result.n_fallback_right) == (2, 0, 1, 0)
     rows = agreement_rows(result).set_index("cause")

@@ -360,7 +360,8 @@ def test_only_a_navigation_without_response_is_the_environment(demo):
         )[0]
 
     add("other")
-    assert primary()[0] == "wrong_answer"
+    # Not the environment: the grid's own request (event 356) is what the check wants (docs).
+    assert primary()[0] == "evaluator_strict"
     add("navigation")
     cause, evidence = primary()
     assert (

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from demo_support import BABEL, OPAGENT
+from demo_support import BABEL, NAV, OPAGENT
 
 from core.diagnose.facts import StepFact, TaskFacts, WitnessFact, load_facts
 from core.diagnose.rules import drifted_off_site, find_causes, site_of
@@ -20,7 +20,7 @@ from core.store import Store
 @pytest.fixture(scope="module")
 def facts(demo_db: Path) -> dict[tuple[str, int], TaskFacts]:
     with Store(demo_db, read_only=True) as store:
-        return {(f.run, f.task_id): f for run in (OPAGENT, BABEL) for f in load_facts(store, run)}
+        return {(f.run, f.task_id): f for run in (OPAGENT, BABEL, NAV) for f in load_facts(store, run)}
 
 
 def _primary(f: TaskFacts) -> tuple[str, str] | None:
@@ -257,3 +257,20 @@ def test_the_reference_a_check_failed_on_is_said_whatever_its_values(facts):
     )
     assert both.reference_values == ("a", "b", "c") and _reference_text(both) == "a; b; c; u"
     assert _reference_text(replace(f, original_reference={})) == "(the run's own reference)"
+
+
+def test_the_request_a_network_check_wants_sent_as_no_navigation(facts):
+    """Demo task 677 (WebArena-Verified's own HAR): the engine read the last page navigation,
+    `/sales/order`, but event 356 is the order grid's reload with `filters[status]=processing` and an empty
+    `search=` (a blank query value counts), the request Verified's check wants. Without that event, or with
+    another status filtered, the rule does not hold."""
+    from core.diagnose.rules_defects import expected_request_not_navigation
+
+    f = facts[(NAV, 677)]
+    finding = expected_request_not_navigation(f)
+    assert _primary(f) == ("evaluator_strict", "expected_request_not_navigation")
+    assert [e.seq for e in finding.evidence if e.kind == "event"] == [356]
+    others = tuple(e for e in f.requests if e.seq != 356)
+    assert expected_request_not_navigation(replace(f, requests=others)) is None
+    pending = tuple(replace(e, url=e.url.replace("processing", "pending")) for e in f.requests)
+    assert expected_request_not_navigation(replace(f, requests=pending)) is None

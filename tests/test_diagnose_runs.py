@@ -64,14 +64,14 @@ def test_the_rules_alone_decide_most_failures(whole):
     assert by_rule / failed >= 0.95 and by_rule / failed >= 0.80
     by_rule, failed = _share_by_rules(whole, BABEL)
     assert failed == 260 and by_rule == 252
-    # Of those, a specific cause (not the fallback): OpAgent 119 (52 %), babelcloud 55 (21 %).
+    # Of those, a specific cause (not the fallback): OpAgent 119 (52 %), babelcloud 57 (22 %).
     specific = dict(
         whole.query(
             "SELECT run, count(*) FROM failure_causes WHERE is_primary AND source = 'rule'"
             " AND cause <> 'undecided' AND rule <> 'answered_wrong' GROUP BY run"
         )
     )
-    assert specific[OPAGENT] >= 112 and specific[BABEL] >= 50
+    assert specific[OPAGENT] >= 112 and specific[BABEL] >= 52
 
 
 def test_agreement_on_the_fresh_labels(whole):
@@ -90,23 +90,23 @@ def test_agreement_on_the_fresh_labels(whole):
 
 def test_agreement_on_the_second_fresh_labels(whole):
     """fresh2.csv: 40 failures (20 of each run, seed 42) labelled by readers who saw neither the rules, their
-    suggestions nor the other labels. Measured blind once on the rules before the last four changes (κ 0.73
-    [0.41, 1.00] over 10, evaluator_strict 3 of 3, recall 3 of 14: docs/failure-causes.md); now a specific
-    cause for 10 (κ 0.85 [0.54, 1.00]), 30 to the fallback (labelled wrong_answer on 11); evaluator_strict
-    right on 4 of 4, recall 0.29 (4 of 14)."""
+    suggestions nor the other labels. Measured blind once on the rules before the changes read from its
+    misses (κ 0.73 [0.41, 1.00] over 10, evaluator_strict 3 of 3, recall 3 of 14: docs/failure-causes.md);
+    now a specific cause for 11 (κ 0.86 [0.59, 1.00]), 29 to the fallback (labelled wrong_answer on 11);
+    evaluator_strict right on 5 of 5, recall 0.36 (5 of 14)."""
     result = agreement_from_labels(whole, FRESH2)
-    assert (result.n, result.n_undecided, result.n_fallback, result.n_fallback_right) == (10, 0, 30, 11)
+    assert (result.n, result.n_undecided, result.n_fallback, result.n_fallback_right) == (11, 0, 29, 11)
     assert result.kappa >= 0.8 and result.accuracy >= 0.85
     strict = {s.cause: s for s in result.per_cause}["evaluator_strict"]
-    assert (strict.n_suggested, strict.n_agreed, strict.n_labelled) == (4, 4, 14)
+    assert (strict.n_suggested, strict.n_agreed, strict.n_labelled) == (5, 5, 14)
 
 
 def test_agreement_on_the_held_out_labels(whole):
-    """The holdout half of the first 132 labels (86 tasks): a specific cause for 39, κ 0.92 [0.80, 1.00];
-    45 to the fallback, 2 undecided. Not blind any more: the last rule changes were made after reading its
-    misses. evaluator_strict right on 21 of 22, recall 0.57 (21 of 37)."""
+    """The holdout half of the first 132 labels (86 tasks): a specific cause for 40, κ 0.92 [0.79, 1.00];
+    44 to the fallback, 2 undecided. Not blind any more: the last rule changes were made after reading its
+    misses. evaluator_strict right on 22 of 23, recall 0.59 (22 of 37)."""
     result = agreement_from_labels(whole, DEVELOPED, "holdout")
-    assert (result.n, result.n_undecided, result.n_fallback) == (39, 2, 45)
+    assert (result.n, result.n_undecided, result.n_fallback) == (40, 2, 44)
     assert result.accuracy >= 0.9 and result.kappa >= 0.85 and result.kappa_all >= 0.35
     only = agreement_from_labels(whole, DEVELOPED, "holdout", runs_only=[OPAGENT])
     held_out = sum(1 for path in DEVELOPED for row in read_labels(path, "holdout") if row[0] == OPAGENT)
@@ -117,16 +117,16 @@ def test_agreement_on_the_held_out_labels(whole):
 
 
 def test_agreement_on_all_labels_and_where_the_rules_are_sure(whole):
-    """All 212 labels: κ 0.91 over the 86 with a specific suggestion. evaluator_strict is right on 45 of 46,
-    the loop on 18 of 21; the fallback takes 122 tasks and is right (answered wrong) on 34."""
+    """All 212 labels: κ 0.91 over the 88 with a specific suggestion. evaluator_strict is right on 47 of 48,
+    the loop on 18 of 21; the fallback takes 120 tasks and is right (answered wrong) on 34."""
     result = agreement_from_labels(whole, LABELS)
     assert result.n + result.n_undecided + result.n_fallback == 212 and result.kappa >= 0.85
     scores = {s.cause: s for s in result.per_cause}
-    assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_suggested >= 44
+    assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_suggested >= 46
     assert scores["looped"].precision >= 0.85
     # Every cause a rule names is right at least 8 times in 10 on the labels (the fallback names none).
     assert all(s.precision is None or s.precision >= 0.8 for s in scores.values())
-    assert (result.n_fallback, result.n_fallback_right) == (122, 34)
+    assert (result.n_fallback, result.n_fallback_right) == (120, 34)
 
 
 def test_agreement_on_the_tune_half_is_higher(whole):

@@ -88,6 +88,7 @@ class TaskFacts:
     template_passed_checks: tuple[tuple[Any, ...], ...] = ()  # their original page checks, one tuple each
     steps: tuple[StepFact, ...] = ()
     server_errors: tuple[EventFact, ...] = ()
+    requests: tuple[EventFact, ...] = ()  # the trace's GET requests with a query that were no navigation
     evaluators: tuple[EvaluatorFact, ...] = field(default_factory=tuple)
 
     @property
@@ -152,6 +153,18 @@ WHERE n.run = ? AND NOT coalesce(n.is_static_asset, false)
 ORDER BY n.task_id, n.seq
 """
 
+# The requests with a query that were no page navigation (a grid's XHR), of the tasks whose network check
+# failed: where the request a check wants may be that is not the last navigation the engine reads.
+_REQUESTS = """
+SELECT n.task_id, n.seq, n.status, n.method, n.url
+FROM network_events n
+WHERE n.run = ? AND n.method = 'GET' AND n.event_type <> 'navigation' AND n.url LIKE '%?%'
+  AND NOT coalesce(n.is_static_asset, false)
+  AND n.task_id IN (SELECT task_id FROM evaluator_results WHERE run = n.run
+                    AND evaluator = 'NetworkEventEvaluator' AND status = 'failure')
+ORDER BY n.task_id, n.seq
+"""
+
 _EVALUATORS = """
 SELECT r.task_id, r.idx, r.evaluator, r.status, r.explanation, r.nearest_event_seq
 FROM evaluator_results r
@@ -209,7 +222,7 @@ def _verified_data(evaluators: list) -> Any:
 
 
 def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
-    """The facts of every failed or errored task of the run, in task order (seven queries in one read)."""
+    """The facts of every failed or errored task of the run, in task order (eight queries in one read)."""
     with store.reading() as cur:
 
         def rows(sql: str) -> list[dict[str, Any]]:
@@ -218,11 +231,13 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
             names = [d[0] for d in result.description]
             return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
 
-        tasks, steps, events, evaluators, ears, passed, witnesses = (
-            rows(sql) for sql in (_TASKS, _STEPS, _SERVER_ERRORS, _EVALUATORS, _EAR, _PASSED, _WITNESSES)
+        tasks, steps, events, requests, evaluators, ears, passed, witnesses = (
+            rows(sql)
+            for sql in (_TASKS, _STEPS, _SERVER_ERRORS, _REQUESTS, _EVALUATORS, _EAR, _PASSED, _WITNESSES)
         )
     by_task: dict[str, defaultdict[int, list]] = {
-        "steps": defaultdict(list), "events": defaultdict(list), "evaluators": defaultdict(list)
+        "steps": defaultdict(list), "events": defaultdict(list), "evaluators": defaultdict(list),
+        "requests": defaultdict(list),
     }  # fmt: skip
     for r in steps:
         by_task["steps"][r["task_id"]].append(
@@ -239,6 +254,8 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
         )
     for r in events:
         by_task["events"][r["task_id"]].append(EventFact(r["seq"], r["status"], r["method"], r["url"]))
+    for r in requests:
+        by_task["requests"][r["task_id"]].append(EventFact(r["seq"], r["status"], r["method"], r["url"]))
     for r in evaluators:
         by_task["evaluators"][r["task_id"]].append(
             EvaluatorFact(r["idx"], r["evaluator"], r["status"], r["explanation"], r["nearest_event_seq"])
@@ -280,6 +297,7 @@ def load_facts(store: Store | ShortLivedStore, run: str) -> list[TaskFacts]:
                 template_passed=tuple(passed_by_template.get(r["template_id"], ())),
                 template_passed_checks=tuple(checks_by_template.get(r["template_id"], ())),
                 steps=tuple(by_task["steps"][task_id]), server_errors=tuple(by_task["events"][task_id]),
+                requests=tuple(by_task["requests"][task_id]),
                 evaluators=tuple(by_task["evaluators"][task_id]),
             )
         )  # fmt: skip

@@ -26,6 +26,7 @@ from core.diagnose.findings import (
 )
 from core.diagnose.rules_defects import (
     equivalent_values,
+    expected_request_not_navigation,
     other_runs_agree,
     url_differs_in_format,
     verified_url_reached,
@@ -359,7 +360,7 @@ RULES: tuple[Callable[[TaskFacts], Finding | None], ...] = (
     offline_evaluators_pass, differs_only_in_format, verified_reference_matches, verified_corrected_value,
     equivalent_values, url_differs_in_format, verified_corrected_entry, verified_moved_target,
     check_unlike_template, entered_in_another_format, check_misquotes_task,
-    verified_url_reached, other_runs_agree,
+    verified_url_reached, expected_request_not_navigation, other_runs_agree,
     looped, step_limit, invalid_action, gave_up, near_miss_entity, drifted_off_site, answered_wrong,
 )  # fmt: skip
 

@@ -83,6 +83,12 @@ def witness_evidence(
     return [one(w, True) for w in agree] + [one(w, False) for w in against]
 
 
+def with_witnesses(facts: TaskFacts, *evidence: Evidence) -> tuple[Evidence, ...]:
+    """A defect's evidence and the other runs as witnesses (the same answer and failed: for; passed with
+    another answer: against), so the defects list shows what the rule recorded."""
+    return (*evidence, *witness_evidence(facts, *witnesses(facts)))
+
+
 def check_evidence(
     facts: TaskFacts, check: str, reference: str, actual: str, verified: str | None
 ) -> Evidence:
@@ -127,8 +133,9 @@ def verified_text(facts: TaskFacts) -> str | None:
 
 
 def compact(value: Any, limit: int = 300) -> str:
-    """A value as one line of JSON, cut at `limit` characters."""
-    return orjson.dumps(value).decode()[:limit]
+    """A value as one line of JSON, cut at `limit` characters with an ellipsis saying so."""
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def other_runs_agree(facts: TaskFacts) -> Finding | None:
@@ -195,7 +202,10 @@ def _url_key(url: str) -> tuple[str, dict[str, list[str]]]:
     set aside, the query as a dict."""
     parts = urlsplit(canonical_url(unquote(url).strip()))
     path = (parts.scheme + parts.netloc + parts.path).lower().rstrip("/ ")
-    query = {k.lower(): [v.strip().lower() for v in vs] for k, vs in parse_qs(parts.query).items()}
+    query = {
+        k.lower(): [v.strip().lower() for v in vs]
+        for k, vs in parse_qs(parts.query, keep_blank_values=True).items()
+    }
     return path, query
 
 
@@ -237,7 +247,7 @@ def equivalent_values(facts: TaskFacts) -> Finding | None:
         "evaluator_strict", "equivalent_values",
         f"The answer {quote(facts.answer, 50)} gives every value the check wanted "
         f"({', '.join(quote(w, 30) for w in wanted[:4])}) in another format.",
-        (check_evidence(facts, "string_match", "; ".join(wanted), facts.answer, verified_text(facts)),),
+        with_witnesses(facts, check_evidence(facts, "string_match", "; ".join(wanted), facts.answer, verified_text(facts))),
     )  # fmt: skip
 
 
@@ -311,7 +321,7 @@ def verified_url_reached(facts: TaskFacts) -> Finding | None:
             "evaluator_strict", "verified_url_reached",
             f"The agent ended on {quote(facts.final_url, 80)}, the page WebArena-Verified's check expects "
             f"({quote(url, 60)}); the run was scored with {quote(reference, 80)}.",
-            (check_evidence(facts, failed, reference, facts.final_url, url),),
+            with_witnesses(facts, check_evidence(facts, failed, reference, facts.final_url, url)),
         )  # fmt: skip
     return None
 
@@ -338,5 +348,37 @@ def url_differs_in_format(facts: TaskFacts) -> Finding | None:
         "evaluator_strict", "url_differs_in_format",
         f"The agent ended on {quote(facts.final_url, 80)}, which is the page the check wanted "
         f"({quote(reference, 60)}) but for letter case or an encoded space.",
-        (check_evidence(facts, "url_match", reference, facts.final_url, verified_text(facts)),),
+        with_witnesses(facts, check_evidence(facts, "url_match", reference, facts.final_url, verified_text(facts))),
     )  # fmt: skip
+
+
+def expected_request_not_navigation(facts: TaskFacts) -> Finding | None:
+    """WebArena-Verified's network check failed reading the last page navigation, but the trace holds the
+    request the check wants, with its path and every query value (ignored parameters aside), as a request
+    that was no navigation (the order grid's filtered reload, an XHR): the page the task asked for was
+    shown; the engine read another event."""
+    failed = next(
+        (ev for ev in facts.evaluators if ev.evaluator == "NetworkEventEvaluator" and ev.status == "failure"),
+        None,
+    )
+    if failed is None or not facts.requests:
+        return None
+    for url, query in _verified_urls(facts):
+        path, _ = _url_key(url)
+        match = next(
+            (e for e in reversed(facts.requests) if _url_key(e.url)[0] == path and _query_satisfies(_url_key(e.url)[1], query)),
+            None,
+        )  # fmt: skip
+        if match is None:
+            continue
+        return Finding(
+            "evaluator_strict", "expected_request_not_navigation",
+            f"The network check read the last page navigation, but request {match.seq} of the trace is the one "
+            f"it wants ({quote(match.url, 80)}), sent as no navigation.",
+            with_witnesses(
+                facts,
+                check_evidence(facts, "NetworkEventEvaluator", url, match.url, verified_text(facts)),
+                Evidence("event", f"{match.method} {match.url}", seq=match.seq, status=match.status),
+            ),
+        )  # fmt: skip
+    return None

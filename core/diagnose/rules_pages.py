@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from core.diagnose.facts import StepFact, TaskFacts
 from core.diagnose.findings import GAVE_UP, Evidence, Finding, numbers, quote, template_evidence
-from core.diagnose.rules_defects import check_evidence, equivalent, verified_text
+from core.diagnose.rules_defects import check_evidence, equivalent, verified_text, with_witnesses
 from core.measure.judge.values import as_date, as_number
 from core.scoring.offline.urls import canonical_url
 
@@ -85,7 +85,8 @@ def verified_corrected_entry(facts: TaskFacts) -> Finding | None:
         "evaluator_strict", "verified_corrected_entry",
         f"The page check wants {wanted}; WebArena-Verified corrected that to {posted}, which is what the "
         f"agent entered ({typed}, steps {numbers([s.idx for s in steps])}).",
-        (
+        with_witnesses(
+            facts,
             check_evidence(facts, "program_html", wanted, typed, verified_text(facts)),
             *(Evidence("step", s.action, step_idx=s.idx) for s in steps[:10]),
         ),
@@ -163,7 +164,8 @@ def check_unlike_template(facts: TaskFacts) -> Finding | None:
             f"The page check reads {quote(url, 60)}, but the {len(theirs)} checks of the same element in this "
             f"template's tasks that passed read pages like {quote(theirs[0], 60)}; the agent entered every "
             "value the check wants.",
-            (
+            with_witnesses(
+                facts,
                 check_evidence(facts, "program_html", url, "; ".join(_page_check_values(facts))[:200], verified_text(facts)),
                 *template_evidence(facts),
             ),
@@ -213,7 +215,8 @@ def verified_moved_target(facts: TaskFacts) -> Finding | None:
                 f"The page check reads {key} {old}; WebArena-Verified checks {key} {new} instead, which is "
                 f"the record the agent worked on (steps {numbers([s.idx for s in worked])}), entering every "
                 "value the check wants.",
-                (
+                with_witnesses(
+                    facts,
                     check_evidence(facts, "program_html", f"{key}/{old}", f"{key}/{new}", verified_text(facts)),
                     *(Evidence("step", s.action, step_idx=s.idx) for s in worked[:10]),
                 ),
@@ -240,7 +243,8 @@ def entered_in_another_format(facts: TaskFacts) -> Finding | None:
         "evaluator_strict", "entered_in_another_format",
         f"The page check wants {', '.join(quote(v, 40) for v in wanted[:3])}; the agent entered each in another "
         f"format (steps {numbers([s.idx for s in steps])}).",
-        (
+        with_witnesses(
+            facts,
             check_evidence(facts, "program_html", "; ".join(wanted)[:200], typed[:200], verified_text(facts)),
             *(Evidence("step", s.action, step_idx=s.idx) for s in steps[:10]),
         ),
@@ -293,6 +297,8 @@ def check_misquotes_task(facts: TaskFacts) -> Finding | None:
             "evaluator_strict", "check_misquotes_task",
             f"The page check wants {quote(phrase_text, 50)}, which the task never says: it quotes "
             f"{quote(quote_of, 60)}; the agent entered the task's words and every other value the check wants.",
-            (check_evidence(facts, "program_html", phrase_text, typed.strip()[:200], verified_text(facts)),),
+            with_witnesses(
+                facts, check_evidence(facts, "program_html", phrase_text, typed.strip()[:200], verified_text(facts))
+            ),
         )  # fmt: skip
     return None
