@@ -389,6 +389,12 @@ def test_values_entered_in_another_format(task_facts):
 
     f = task_facts[(BABEL, 555)]
     assert _primary(f)[1] == "entered_in_another_format"
+    finding = entered_in_another_format(f)
+    (compared,) = [e for e in finding.evidence if e.kind == "evaluator"]
+    # One step typed the file: the sentence says "step", and what the agent gave is that step's text.
+    assert "(step 66)" in finding.summary and compared.actual.startswith(
+        "http://www.reddit.com:9999/f/memes/"
+    )
     other = tuple(
         replace(s, typed=s.typed.replace("/f/memes/", "/f/news/")) if s.typed else s for s in f.steps
     )

@@ -65,6 +65,11 @@ def numbers(values: list[int]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
+def steps_text(values: list[int]) -> str:
+    """'step 66' or 'steps 4 and 10'."""
+    return f"step{'s' if len(values) > 1 else ''} {numbers(values)}"
+
+
 def actions_text(n: int) -> str:
     return f"{n} action" if n == 1 else f"{n} actions"
 

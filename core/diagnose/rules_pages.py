@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from core.diagnose.facts import StepFact, TaskFacts
-from core.diagnose.findings import GAVE_UP, Evidence, Finding, numbers, quote, template_evidence
+from core.diagnose.findings import GAVE_UP, Evidence, Finding, quote, steps_text, template_evidence
 from core.diagnose.rules_defects import check_evidence, equivalent, verified_text, with_witnesses
 from core.measure.judge.values import as_date, as_number
 from core.scoring.offline.urls import canonical_url
@@ -84,7 +84,7 @@ def verified_corrected_entry(facts: TaskFacts) -> Finding | None:
     return Finding(
         "evaluator_strict", "verified_corrected_entry",
         f"The page check wants {wanted}; WebArena-Verified corrected that to {posted}, which is what the "
-        f"agent entered ({typed}, steps {numbers([s.idx for s in steps])}).",
+        f"agent entered ({typed}, {steps_text([s.idx for s in steps])}).",
         with_witnesses(
             facts,
             check_evidence(facts, "program_html", wanted, typed, verified_text(facts)),
@@ -213,7 +213,7 @@ def verified_moved_target(facts: TaskFacts) -> Finding | None:
             return Finding(
                 "evaluator_strict", "verified_moved_target",
                 f"The page check reads {key} {old}; WebArena-Verified checks {key} {new} instead, which is "
-                f"the record the agent worked on (steps {numbers([s.idx for s in worked])}), entering every "
+                f"the record the agent worked on ({steps_text([s.idx for s in worked])}), entering every "
                 "value the check wants.",
                 with_witnesses(
                     facts,
@@ -242,10 +242,13 @@ def entered_in_another_format(facts: TaskFacts) -> Finding | None:
     return Finding(
         "evaluator_strict", "entered_in_another_format",
         f"The page check wants {', '.join(quote(v, 40) for v in wanted[:3])}; the agent entered each in another "
-        f"format (steps {numbers([s.idx for s in steps])}).",
+        f"format ({steps_text([s.idx for s in steps])}).",
         with_witnesses(
             facts,
-            check_evidence(facts, "program_html", "; ".join(wanted)[:200], typed[:200], verified_text(facts)),
+            check_evidence(
+                facts, "program_html", "; ".join(wanted)[:200], "\n".join(s.typed or "" for s in steps)[:200],
+                verified_text(facts),
+            ),
             *(Evidence("step", s.action, step_idx=s.idx) for s in steps[:10]),
         ),
     )  # fmt: skip

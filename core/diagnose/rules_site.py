@@ -16,6 +16,7 @@ from core.diagnose.findings import (
     failing_sentence,
     numbers,
     quote,
+    steps_text,
     template_evidence,
 )
 from core.diagnose.rules_defects import rounds_to
@@ -137,7 +138,7 @@ def tool_server_errors(facts: TaskFacts) -> Finding | None:
     failed = sorted({s.idx: s for s in server + unreachable}.values(), key=lambda s: s.idx)
     summary = (
         f"{len(failed)} browser {'call' if len(failed) == 1 else 'calls'} failed with a server error or an unreachable page "
-        f"(steps {numbers([s.idx for s in failed])}), first {quote(failed[0].error)}."
+        f"({steps_text([s.idx for s in failed])}), first {quote(failed[0].error)}."
     )
     return Finding(
         "environment", "tool_server_errors", summary,
