@@ -256,6 +256,7 @@ def test_the_shipped_labels_are_our_own_and_well_formed():
         "babelcloud.csv",
         "fresh.csv",
         "fresh2.csv",
+        "fresh3.csv",
         "opagent.csv",
         "second_reader.csv",
     ]
@@ -270,15 +271,15 @@ def test_the_shipped_labels_are_our_own_and_well_formed():
         assert len(labels) >= 40 and {r for r, _, _ in labels} == {name}
         holdout = read_labels(FIXTURE / f"{name}.csv", "holdout")
         assert 0 < len(holdout) < len(labels)
-    for name in ("added", "fresh", "fresh2"):  # held out whole, 40 tasks none of the others label
+    for name in ("added", "fresh", "fresh2", "fresh3"):  # held out whole, 40 tasks none of the others label
         labels = read_labels(FIXTURE / f"{name}.csv")
         assert len(labels) == len(read_labels(FIXTURE / f"{name}.csv", "holdout")) == 40
     seen = [
         (r, t)
-        for name in ("opagent", "babelcloud", "added", "fresh", "fresh2")
+        for name in ("opagent", "babelcloud", "added", "fresh", "fresh2", "fresh3")
         for r, t, _ in read_labels(FIXTURE / f"{name}.csv")
     ]
-    assert len(seen) == len(set(seen)) == 212
+    assert len(seen) == len(set(seen)) == 252
     with pytest.raises(InputError, match="not one of"):
         read_labels(FIXTURE / "opagent.csv", "test")
 

@@ -1,5 +1,5 @@
 """Suggested failure causes on the whole OpAgent and babelcloud runs (the demo built from ../shared/data),
-and their agreement with our 212 hand labels (tests/fixtures/failure_labels): the figures
+and their agreement with our 252 hand labels (tests/fixtures/failure_labels): the figures
 docs/failure-causes.md reports, each asserted at the measured value minus a small margin."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ FIRST = [FIXTURE / "opagent.csv", FIXTURE / "babelcloud.csv"]  # 92 labels, a tu
 DEVELOPED = [*FIRST, FIXTURE / "added.csv"]  # and 40 more held out, read before the last rule changes
 FRESH = [FIXTURE / "fresh.csv"]  # 40 more, labelled after the rules-2 rules were frozen
 FRESH2 = [FIXTURE / "fresh2.csv"]  # 40 more, labelled blind to rules-4 (measured once, then read: docs)
-LABELS = [*DEVELOPED, *FRESH, *FRESH2]
+FRESH3 = [FIXTURE / "fresh3.csv"]  # 40 more, labelled after rules-4 was final: measured blind, not read
+LABELS = [*DEVELOPED, *FRESH, *FRESH2, *FRESH3]
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +102,35 @@ def test_agreement_on_the_second_fresh_labels(whole):
     assert (strict.n_suggested, strict.n_agreed, strict.n_labelled) == (5, 5, 14)
 
 
+def test_agreement_on_the_third_fresh_labels_read_blind(whole):
+    """fresh3.csv: 40 more failures (20 of each run, seed 43), labelled the same way after every rule of
+    `rules-4` was written, and measured once without being read: the blind measure of the final rules.
+    A specific cause for 13 (κ 0.70 [0.39, 1.00], accuracy 0.77), 25 to the fallback (labelled wrong_answer
+    on 3), 2 undecided; evaluator_strict right on 4 of 6, recall 0.27 (4 of 15)."""
+    result = agreement_from_labels(whole, FRESH3)
+    assert (result.n, result.n_undecided, result.n_fallback, result.n_fallback_right) == (13, 2, 25, 3)
+    assert result.kappa >= 0.65 and result.accuracy >= 0.75
+    strict = {s.cause: s for s in result.per_cause}["evaluator_strict"]
+    assert (strict.n_suggested, strict.n_agreed, strict.n_labelled) == (6, 4, 15)
+
+
+def test_every_named_cause_is_right_8_times_in_10_on_the_held_out_labels(whole):
+    """The holdout half and the three fresh files (206 tasks): κ 0.86 [0.76, 0.96] over 79 specific
+    suggestions; every cause a rule names is right at least 8 times in 10 (evaluator_strict 40 of 43, the
+    loop 14 of 16, gave up 14 of 16); evaluator_strict recall 0.50 (40 of 80), short of the issue's 0.6."""
+    held_out = [
+        (run, task, cause)
+        for path in [*DEVELOPED, *FRESH, *FRESH2, *FRESH3] for run, task, cause in read_labels(path, "holdout")
+    ]  # fmt: skip
+    assert len(held_out) == 206
+    result = agreement_from_labels(whole, [*DEVELOPED, *FRESH, *FRESH2, *FRESH3], "holdout")
+    assert result.n == 79 and result.kappa >= 0.8
+    scores = {s.cause: s for s in result.per_cause}
+    assert all(s.precision is None or s.precision >= 0.8 for s in scores.values())
+    strict = scores["evaluator_strict"]
+    assert (strict.n_suggested, strict.n_agreed, strict.n_labelled) == (43, 40, 80)
+
+
 def test_agreement_on_the_held_out_labels(whole):
     """The holdout half of the first 132 labels (86 tasks): a specific cause for 40, κ 0.92 [0.79, 1.00];
     44 to the fallback, 2 undecided. Not blind any more: the last rule changes were made after reading its
@@ -117,16 +147,16 @@ def test_agreement_on_the_held_out_labels(whole):
 
 
 def test_agreement_on_all_labels_and_where_the_rules_are_sure(whole):
-    """All 212 labels: κ 0.91 over the 88 with a specific suggestion. evaluator_strict is right on 47 of 48,
-    the loop on 18 of 21; the fallback takes 120 tasks and is right (answered wrong) on 34."""
+    """All 252 labels: κ 0.88 over the 101 with a specific suggestion. evaluator_strict is right on 51 of 54,
+    the loop on 21 of 24; the fallback takes 145 tasks and is right (answered wrong) on 37."""
     result = agreement_from_labels(whole, LABELS)
-    assert result.n + result.n_undecided + result.n_fallback == 212 and result.kappa >= 0.85
+    assert result.n + result.n_undecided + result.n_fallback == 252 and result.kappa >= 0.85
     scores = {s.cause: s for s in result.per_cause}
-    assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_suggested >= 46
+    assert scores["evaluator_strict"].precision >= 0.9 and scores["evaluator_strict"].n_suggested >= 52
     assert scores["looped"].precision >= 0.85
     # Every cause a rule names is right at least 8 times in 10 on the labels (the fallback names none).
     assert all(s.precision is None or s.precision >= 0.8 for s in scores.values())
-    assert (result.n_fallback, result.n_fallback_right) == (120, 34)
+    assert (result.n_fallback, result.n_fallback_right) == (145, 37)
 
 
 def test_agreement_on_the_tune_half_is_higher(whole):
