@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from core.diagnose.facts import StepFact, TaskFacts
 from core.diagnose.findings import GAVE_UP, Evidence, Finding, quote, steps_text, template_evidence
 from core.diagnose.rules_defects import check_evidence, equivalent, verified_text, with_witnesses
-from core.measure.judge.values import as_date, as_number
+from core.measure.judge.values import as_date, as_number, squash
 from core.scoring.offline.urls import canonical_url
 
 # --- a value WebArena-Verified corrected, which the agent entered --------------------------------------
@@ -69,11 +69,11 @@ def verified_corrected_entry(facts: TaskFacts) -> Finding | None:
     corrected = {q for v in _posted_values(facts) if (q := _quantity(v)) is not None}
     if not original or not corrected or original & corrected:
         return None
-    entries = [s for s in facts.steps if s.typed and _quantity(s.typed) is not None]
-    entered = {_quantity(s.typed) for s in entries}
+    entries = [(s, q) for s in facts.steps if s.typed and (q := _quantity(s.typed)) is not None]
+    entered = {q for _, q in entries}
     if not corrected <= entered or original & entered:
         return None
-    steps = [s for s in entries if _quantity(s.typed) in corrected]
+    steps = [s for s, q in entries if q in corrected]
 
     def listed(values: Iterable[Any]) -> str:
         return ", ".join(quote(str(v), 20) for v in dict.fromkeys(values))
@@ -109,12 +109,8 @@ def _only_page_checks_failed(facts: TaskFacts) -> bool:
 
 def _entered_all(facts: TaskFacts, values: list[str]) -> bool:
     """The agent typed every value (case, spaces and punctuation aside): it did the work the check reads."""
-    typed = " ".join(loose_text(s.typed) for s in facts.steps if s.typed)
-    return bool(values) and all(loose_text(v) and loose_text(v) in typed for v in values)
-
-
-def loose_text(text: str | None) -> str:
-    return " ".join(re.sub(r"[^\w]+", " ", (text or "").lower()).split())
+    typed = " ".join(squash(s.typed) for s in facts.steps if s.typed)
+    return bool(values) and all(squash(v) and squash(v) in typed for v in values)
 
 
 def _segments(url: str) -> list[str]:
@@ -263,7 +259,7 @@ _FILLER = frozenset(
 
 
 def _content_words(text: str) -> list[str]:
-    return [w for w in loose_text(text).split() if w not in _FILLER]
+    return [w for w in squash(text).split() if w not in _FILLER]
 
 
 def _in_order(words: list[str], text_words: list[str]) -> bool:
@@ -282,12 +278,12 @@ def check_misquotes_task(facts: TaskFacts) -> Finding | None:
         return None
     if facts.termination not in (None, "answered") or not facts.answer or GAVE_UP.search(facts.answer[:300]):
         return None
-    intent = loose_text(facts.intent)
-    quotes = [loose_text(q) for q in _QUOTED.findall(facts.intent)]
+    intent = squash(facts.intent)
+    quotes = [squash(q) for q in _QUOTED.findall(facts.intent)]
     typed = " ".join(s.typed for s in facts.steps if s.typed)
     wanted = _page_check_values(facts)
     for phrase_text in wanted:
-        phrase = loose_text(phrase_text)
+        phrase = squash(phrase_text)
         if len(phrase.split()) < 4 or phrase in intent:
             continue
         quote_of = next((q for q in quotes if _in_order(phrase.split(), q.split())), None)
