@@ -47,7 +47,7 @@ def test_no_absolute_machine_paths_in_tracked_files(repo_root):
 # Rank of each package: a module may import its own package and packages of a lower rank, never a higher
 # one, and never another package of the same rank (docs/architecture.md draws the same picture).
 CORE_RANKS = {
-    "core": 0,  # the root: store, errors, paths, progress, values
+    "core": 0,  # the root: store, store_host, errors, paths, progress, values
     "core.files": 1,
     "core.search": 1,
     "core.measure": 2,
@@ -75,7 +75,9 @@ DASHBOARD_RANKS = {
 # The import that goes up, declared here and lazy (inside the function): `trajreview report --html`
 # renders the dashboard's charts (so `core` still never loads plotly).
 DECLARED_UPWARD = {("core.cli.metrics", "dashboard.report")}
-CORE_ROOT_MODULES_MAX = 6
+# __init__, errors, paths, progress, values, store and store_host (the app's DuckDB instance that files are
+# attached to: the store's concern, kept apart so store.py stays under ~400 lines).
+CORE_ROOT_MODULES_MAX = 7
 
 
 def _package(module: str) -> str:

@@ -97,7 +97,11 @@ def test_insert_rows_matches_columns_by_name(store):
 
 
 @pytest.mark.slow
-def test_second_process_gets_clear_lock_error(tmp_path):
+@pytest.mark.parametrize("hosted", [False, True], ids=["own connection", "attached to a host"])
+def test_second_process_gets_clear_lock_error(tmp_path, hosted):
+    from core.store_host import StoreHost
+
+    host = StoreHost() if hosted else None
     path = tmp_path / "locked.duckdb"
     Store(path).close()
     holder = subprocess.Popen(
@@ -111,13 +115,15 @@ def test_second_process_gets_clear_lock_error(tmp_path):
     )  # fmt: skip
     try:
         assert holder.stdout.readline().strip() == "ready"
-        with pytest.raises(StoreError, match="in use by another process"):
-            Store(path, read_only=True, lock_timeout_s=0.3)
+        with pytest.raises(StoreError, match="in use by another process") as info:
+            Store(path, read_only=True, lock_timeout_s=0.3, host=host)
+        assert "\n" not in str(info.value)
+        assert host is None or host.attached() == []  # the failed tries left nothing attached
     finally:
         holder.stdin.close()
         holder.wait(timeout=10)
     # Once released, the file opens again.
-    with Store(path, read_only=True) as s:
+    with Store(path, read_only=True, host=host) as s:
         assert s.schema_version() == len(migrations())
 
 

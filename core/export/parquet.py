@@ -37,8 +37,8 @@ def _literal(text: str) -> str:
 def partitioned_tables(store: Store) -> list[str]:
     """Tables that carry a `run` column: these are split by run."""
     return [t for (t,) in store.query(
-        "SELECT table_name FROM information_schema.columns WHERE table_schema = 'main' AND column_name = 'run'"
-        " ORDER BY table_name"
+        "SELECT table_name FROM information_schema.columns WHERE table_catalog = current_database()"
+        " AND table_schema = 'main' AND column_name = 'run' ORDER BY table_name"
     )]  # fmt: skip
 
 
