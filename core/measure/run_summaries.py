@@ -32,13 +32,18 @@ def verdict_joins(ids: str) -> str:
         LEFT JOIN trajectories t ON t.run = {ids}.run AND t.task_id = {ids}.task_id AND t.is_answer"""
 
 
-def verdicts_sql(one_run: bool = True, one_task: bool = False) -> str:
+def verdicts_sql(one_run: bool = True, one_task: bool = False, among: str | None = None) -> str:
     """SQL giving run, task_id, verdict, verdict_source for every task of a run (parameter `$run`) or of
     every run: each task with an evaluation, an answer trajectory, an agent response or an import problem;
-    with `one_task`, of task `$task` only (read from each table by its key, not filtered after the union:
-    the task page asks for one task of every run).
+    with `one_task`, of task `$task` only; with `among` (a subquery of task ids), of those only. Each is
+    read from each table by its key, not filtered after the union: the task page asks for one task of
+    every run, or for the tasks of one template.
     """
-    only = ("AND run = $run " if one_run else "") + ("AND task_id = $task" if one_task else "")
+    only = (
+        ("AND run = $run " if one_run else "")
+        + ("AND task_id = $task " if one_task else "")
+        + (f"AND task_id IN ({among})" if among else "")
+    )
     return f"""
         WITH ids AS (
             SELECT run, task_id FROM evaluations WHERE true {only}

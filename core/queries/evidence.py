@@ -185,18 +185,19 @@ def verdict_reference(
 def template_record(store: Store, run: str, task_id: int) -> TemplateRecord | None:
     """How the tasks sharing this task's intent template fared in this run (None when the task is not in
     the dataset or alone in the run)."""
+    mates = "SELECT task_id FROM tasks WHERE intent_template_id = (SELECT intent_template_id FROM tasks WHERE task_id = $task)"
     rows = store.query(
         f"""
-        WITH v AS ({verdicts_sql()})
-        SELECT v.task_id, v.verdict FROM v JOIN tasks k ON k.task_id = v.task_id
-        WHERE k.intent_template_id = (SELECT intent_template_id FROM tasks WHERE task_id = $task)
+        WITH v AS ({verdicts_sql(among=mates)})
+        SELECT v.task_id, v.verdict, k.intent_template_id FROM v JOIN tasks k ON k.task_id = v.task_id
         ORDER BY v.task_id
         """,
         {"run": run, "task": task_id},
     )
     if not rows:
         return None
-    (template_id,) = store.query("SELECT intent_template_id FROM tasks WHERE task_id = ?", [task_id])[0]
+    template_id = rows[0][2]
+    rows = [(t, v) for t, v, _ in rows]
     verdicts = [v for _, v in rows]
     return TemplateRecord(
         template_id=template_id, tasks=len(rows), passed=verdicts.count("success"),

@@ -170,7 +170,8 @@ class TaskHeader(Record):
 
 
 def task_header(store: Store, run: str, task_id: int) -> TaskHeader | None:
-    """Everything the top of the task page shows; None when the run has no such task."""
+    """Everything the top of the task page shows; None when the run has no such task. Each table is joined
+    on the task's own key (not on `v`'s), so DuckDB reads one row of each instead of the run's."""
     found = store.query_dicts(
         f"""
         WITH v AS ({verdicts_sql(one_task=True)})
@@ -186,11 +187,11 @@ def task_header(store: Store, run: str, task_id: int) -> TaskHeader | None:
                r.raw_text AS response_raw, r.parsed AS response_parsed, r.parse_error AS response_parse_error,
                r.lint AS response_lint
         FROM v
-        LEFT JOIN tasks k ON k.task_id = v.task_id
-        LEFT JOIN original_tasks o ON o.task_id = v.task_id
-        LEFT JOIN evaluations e ON e.run = $run AND e.task_id = v.task_id
-        LEFT JOIN trajectories t ON t.run = $run AND t.task_id = v.task_id AND t.is_answer
-        LEFT JOIN agent_responses r ON r.run = $run AND r.task_id = v.task_id
+        LEFT JOIN tasks k ON k.task_id = $task
+        LEFT JOIN original_tasks o ON o.task_id = $task
+        LEFT JOIN evaluations e ON e.run = $run AND e.task_id = $task
+        LEFT JOIN trajectories t ON t.run = $run AND t.task_id = $task AND t.is_answer
+        LEFT JOIN agent_responses r ON r.run = $run AND r.task_id = $task
         """,
         {"run": run, "task": task_id},
     )
