@@ -41,14 +41,17 @@ pages = {
         st.Page(VIEWS / "metrics.py", title="Metrics", icon=":material/table_chart:", url_path="metrics"),
     ],
 }
-from dashboard import identity  # noqa: E402 - after the sys.path line above
+from dashboard import identity, prewarm  # noqa: E402 - after the sys.path line above
 from dashboard.db import page_run, unexpected  # noqa: E402
 
 with page_run() as run:
-    page = st.navigation(pages, position="sidebar")
-    run.page = page.url_path
-    identity.sidebar()
     try:
-        page.run()
-    except Exception as exc:  # st.stop, st.rerun and page switches are not Exceptions: they pass
-        unexpected(exc, "This page stopped on an unexpected error")
+        page = st.navigation(pages, position="sidebar")
+        run.page = page.url_path
+        identity.sidebar()
+        try:
+            page.run()
+        except Exception as exc:  # st.stop, st.rerun and page switches are not Exceptions: they pass
+            unexpected(exc, "This page stopped on an unexpected error")
+    finally:  # also after st.stop: the reads Runs and Triage made are what the warm computes after a write
+        prewarm.remember(run.page, run.calls)

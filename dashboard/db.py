@@ -79,10 +79,10 @@ def store_host() -> StoreHost:
     return StoreHost()
 
 
-def _open(path: Path) -> Store:
+def _open(path: Path, lock_timeout_s: float = 10.0) -> Store:
     if not path.exists():
         raise StoreError(f"{path}: no such database (create it with `trajreview init` or `make demo`)")
-    return Store(path, read_only=read_only(), host=store_host())
+    return Store(path, read_only=read_only(), lock_timeout_s=lock_timeout_s, host=store_host())
 
 
 def profiling() -> bool:
@@ -94,8 +94,12 @@ class _PageRun:
     """The database of one page run, opened on first use and closed when the run ends; with profiling,
     what its reads cost (see `profile_line`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lock_timeout_s: float = 10.0) -> None:
         self.store: Store | None = None
+        self.lock_timeout_s = lock_timeout_s
+        self.calls: list[
+            tuple[Callable, tuple, tuple]
+        ] = []  # every read's (function, args, kwargs): the pre-warm's
         self.started = time.perf_counter()
         self.open_ms = 0.0
         self.reads: list[tuple[str, bool | None, float]] = []  # (function, cache hit or None: files, ms)
@@ -106,7 +110,7 @@ class _PageRun:
         if self.store is None or self.store.path != path:
             self.close()
             start = time.perf_counter()
-            self.store = _open(path)
+            self.store = _open(path, self.lock_timeout_s)
             self.open_ms += (time.perf_counter() - start) * 1000
         return self.store
 
@@ -170,6 +174,25 @@ def _cached(name: str, args: tuple, kwargs: tuple, db_fingerprint: tuple, _fn: C
         return _fn(store, *args, **dict(kwargs))
 
 
+@contextmanager
+def warming(lock_timeout_s: float = 0.2) -> Iterator[None]:
+    """The pre-warm's reads (`warm`) share one open of the database, as a page run's do, and give up soon
+    on a file another process holds (the warm tries again later: dashboard.prewarm)."""
+    run = _PageRun(lock_timeout_s)
+    token = _current_run.set(run)
+    try:
+        yield
+    finally:
+        _current_run.reset(token)
+        run.close()
+
+
+def warm(fn: Callable[..., T], args: tuple, kwargs: tuple, db_fingerprint: tuple) -> T:
+    """`fn(store, *args, **dict(kwargs))` computed into the cache under `db_fingerprint`, exactly as a page's
+    `read` keys it (`kwargs` sorted by name); errors are raised, not shown."""
+    return _cached(_key(fn), tuple(args), tuple(kwargs), db_fingerprint, fn)
+
+
 def forget_reads() -> None:
     """Drop every cached read (not the file caches): what the app sees after a write landed elsewhere."""
     _cached.clear()
@@ -193,10 +216,12 @@ def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
     key = _key(fn)
     run = _current_run.get()
     start = time.perf_counter()
+    keyword = tuple(sorted(kwargs.items()))
     if run is not None:
         run.missed = False
+        run.calls.append((fn, args, keyword))
     try:
-        return _cached(key, args, tuple(sorted(kwargs.items())), fingerprint(), fn)
+        return _cached(key, args, keyword, fingerprint(), fn)
     except TrajreviewError as exc:
         st.error(str(exc), icon=":material/error:")
         return None

@@ -18,6 +18,9 @@ from core.paths import REPO_ROOT, SHIPPED_DATA, has_shared_data, shared_data_pat
 from core.store import Store
 
 NO_SKIPS = "TRAJREVIEW_NO_SKIPS"
+# The app's pre-warm reads the database behind a test's back (a thread, in AppTest and in served apps):
+# off for every test but tests/test_prewarm.py, which starts its warmers itself.
+os.environ["TRAJREVIEW_PREWARM"] = "0"
 
 
 @pytest.fixture(scope="session")
