@@ -7,7 +7,7 @@ against the paper's gold) under new names, with a 70-step task (real AgentLab st
 and a 35,000-event trace (the real task-107 HAR) in the first copy.
 
 Timed, per page, N views each, through Streamlit's AppTest (the real page script, its queries and its
-element tree):
+element tree), each database in a process of its own (`_measure_apart`), with the pre-warm off:
 - first view: every cache emptied before every view, the scaled screenshots kept on disk beside the
   database included (the first view ever of the task);
 - cold: every cache of the process emptied before every view, the kept scaled screenshots left (the first
@@ -24,8 +24,11 @@ Targets on 3 runs: Runs <= 500 ms, Triage <= 300 ms, Task review (70 steps) <= 3
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.volume import build_volume_db
+from bench.volume import VolumeDb, build_volume_db
 from core.files import thumbnails
 from core.paths import REPO_ROOT
 from core.store import Store
@@ -66,8 +69,6 @@ def _pages(vol) -> dict[str, tuple[str, dict[str, str]]]:
 
 
 def time_views(db: Path, page: str, params: dict[str, str], mode: str) -> list[float]:
-    import os
-
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
@@ -242,14 +243,31 @@ def _clicks(db: Path, vol) -> None:
         print(f"  {what:<36} {seconds * 1000:>6.0f} ms")
 
 
+def _measure_apart(vol, label: str, scale: float) -> None:
+    """`_measure` in a process of its own, as a server starts: what one database's measurement leaves in
+    the process (the XRay baseline's frames, its caches) never slows the other's views. The pre-warm is
+    off there: the views are timed on the request path, and its thread would only add noise."""
+    spec = {"path": str(vol.path), "runs": vol.runs, "long_task": list(vol.long_task),
+            "trace_task": list(vol.trace_task), "label": label, "scale": scale}  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "bench.bench_dashboard", "--measure", json.dumps(spec)],
+        check=True, cwd=REPO_ROOT, env={**os.environ, "TRAJREVIEW_PREWARM": "0"},
+    )  # fmt: skip
+
+
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--measure":
+        spec = json.loads(sys.argv[2])
+        vol = VolumeDb(Path(spec["path"]), spec["runs"], tuple(spec["long_task"]), tuple(spec["trace_task"]))
+        _measure(vol.path, vol, spec["label"], spec["scale"])
+        return
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         small = build_volume_db(Path(tmp) / "runs3.duckdb", 3)
         big = build_volume_db(Path(tmp) / "runs50.duckdb", 50)
-        print(f"setup: two volume databases built in {time.perf_counter() - started:.0f} s")
-        _measure(small.path, small, "3 runs x 812 tasks", 1.0)
-        _measure(big.path, big, "50 runs x 812 tasks", SCALE_50)
+        print(f"setup: two volume databases built in {time.perf_counter() - started:.0f} s", flush=True)
+        _measure_apart(small, "3 runs x 812 tasks", 1.0)
+        _measure_apart(big, "50 runs x 812 tasks", SCALE_50)
         _clicks(small.path, small)
 
 

@@ -97,9 +97,8 @@ class _PageRun:
     def __init__(self, lock_timeout_s: float = 10.0) -> None:
         self.store: Store | None = None
         self.lock_timeout_s = lock_timeout_s
-        self.calls: list[
-            tuple[Callable, tuple, tuple]
-        ] = []  # every read's (function, args, kwargs): the pre-warm's
+        # Every read's (function, args, sorted kwargs): what the pre-warm computes again after a write.
+        self.calls: list[tuple[Callable, tuple, tuple]] = []
         self.started = time.perf_counter()
         self.open_ms = 0.0
         self.reads: list[tuple[str, bool | None, float]] = []  # (function, cache hit or None: files, ms)

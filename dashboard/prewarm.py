@@ -80,15 +80,14 @@ class Warmer:
         """What a page run of Runs or Triage read: the warm computes these next time."""
         if page in WARMED_PAGES and reads:
             with self._lock:
-                self._recipes[page] = list(dict.fromkeys(reads))
+                self._recipes[page] = _unique(reads)
 
     def reads(self, fingerprint: tuple) -> list[Read]:
         """What each warmed page read in its last page run; for a page not seen yet, its default view's."""
         with self._lock:
             remembered = dict(self._recipes)
         defaults = {} if all(page in remembered for page in WARMED_PAGES) else default_reads(fingerprint)
-        every = [read for page in WARMED_PAGES for read in remembered.get(page) or defaults[page]]
-        return list(dict.fromkeys(every))
+        return _unique([read for page in WARMED_PAGES for read in remembered.get(page) or defaults[page]])
 
     def warm_once(self) -> bool:
         """Warm the reads for the database as it is now, unless done already or another process holds or
@@ -121,6 +120,21 @@ class Warmer:
         self._stop.set()
 
 
+def _unique(reads: list[Read]) -> list[Read]:
+    """`reads` without repeats, in order; a read whose arguments cannot be hashed (a list) is kept as is."""
+    seen: set = set()
+    out = []
+    for read in reads:
+        try:
+            if read in seen:
+                continue
+            seen.add(read)
+        except TypeError:
+            pass
+        out.append(read)
+    return out
+
+
 @st.cache_resource(show_spinner=False)
 def warmer(path: str) -> Warmer:
     """The server's one warmer for the database at `path`."""
@@ -130,5 +144,9 @@ def warmer(path: str) -> Warmer:
 def remember(page: str, reads: list[Read]) -> None:
     """Hand a finished page run's reads to the warmer, started by the server's first page run (Streamlit
     runs no code of the app before a browser connects)."""
-    if enabled():
+    if not enabled():
+        return
+    try:
         warmer(str(db.db_path())).remember(page, reads)
+    except Exception as exc:  # never the page's problem: at worst the next view is computed in its request
+        log.warning("pre-warm: could not remember the %s page's reads: %s", page, exc)

@@ -118,3 +118,15 @@ def test_a_file_another_process_holds_is_left_for_the_next_look(fresh_db):
         holder.wait(timeout=10)
     waiting_marker(fresh_db).unlink(missing_ok=True)  # left by the failed tries
     assert warmer.warm_once()
+
+
+def test_reads_with_unhashable_arguments_are_kept_and_repeats_dropped(fresh_db):
+    """A page may pass a list: remembering it never fails the page run that hands it over."""
+    from core.queries.runs import success_by_site
+
+    warmer = prewarm.Warmer(fresh_db, start=False)
+    listed = (success_by_site, (["opagent"],), ())
+    plain = (run_names, (), ())
+    warmer.remember("runs", [plain, listed, plain, listed])
+    warmer.remember("triage", [plain])
+    assert warmer.reads(()) == [plain, listed, listed]
