@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -99,6 +100,7 @@ class _PageRun:
         self.lock_timeout_s = lock_timeout_s
         # Every read's (function, args, sorted kwargs): what the pre-warm computes again after a write.
         self.calls: list[tuple[Callable, tuple, tuple]] = []
+        self.prefetching: ThreadPoolExecutor | None = None  # `prefetch`'s threads, joined before the close
         self.started = time.perf_counter()
         self.open_ms = 0.0
         self.reads: list[tuple[str, bool | None, float]] = []  # (function, cache hit or None: files, ms)
@@ -127,9 +129,24 @@ class _PageRun:
         )
 
     def close(self) -> None:
+        if self.prefetching is not None:  # their reads use the store: they end first
+            self.prefetching.shutdown(wait=True, cancel_futures=True)
+            self.prefetching = None
         if self.store is not None:
             self.store.close()
             self.store = None
+
+
+class _Lent:
+    """A prefetch thread's page run: the run's open store, and a miss flag of its own (the run's profile
+    counts the page's own reads)."""
+
+    def __init__(self, run: _PageRun) -> None:
+        self.run = run
+        self.missed = False
+
+    def get(self, path: Path) -> Store:
+        return self.run.get(path)
 
 
 # Per script-run thread (a context variable, not shared state): each browser session's run sees its own.
@@ -190,6 +207,35 @@ def warm(fn: Callable[..., T], args: tuple, kwargs: tuple, db_fingerprint: tuple
     """`fn(store, *args, **dict(kwargs))` computed into the cache under `db_fingerprint`, exactly as a page's
     `read` keys it (`kwargs` sorted by name); errors are raised, not shown."""
     return _cached(_key(fn), tuple(args), tuple(kwargs), db_fingerprint, fn)
+
+
+def prefetch(*calls: tuple) -> None:
+    """Start reads the page makes next, each `(fn, *args)`, computed in two threads while the page goes on:
+    DuckDB lets go of the GIL while it runs a query, so a cold page's independent reads overlap on two
+    cores. The page's own `read` of each then finds it cached, or waits for it (Streamlit computes a key
+    once). Nothing happens outside a page run; a read that fails here fails again, shown, in the page's."""
+    run = _current_run.get()
+    if not isinstance(run, _PageRun):
+        return
+    db_fingerprint = fingerprint()
+    try:
+        run.get(Path(db_fingerprint[0]))  # opened here, before the threads share it
+    except Exception:
+        return  # the page's own read says why
+    if run.prefetching is None:
+        run.prefetching = ThreadPoolExecutor(2, thread_name_prefix="trajreview-prefetch")
+    for fn, *args in calls:
+        run.prefetching.submit(_prefetch_one, run, fn, tuple(args), db_fingerprint)
+
+
+def _prefetch_one(run: _PageRun, fn: Callable, args: tuple, db_fingerprint: tuple) -> None:
+    token = _current_run.set(_Lent(run))
+    try:
+        _cached(_key(fn), args, (), db_fingerprint, fn)
+    except Exception:  # noqa: S110 - shown by the page's own read of it
+        pass
+    finally:
+        _current_run.reset(token)
 
 
 def forget_reads() -> None:

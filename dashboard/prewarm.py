@@ -13,6 +13,7 @@ another process holds or waits for it, it tries again at the next look.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -75,6 +76,9 @@ class Warmer:
         self._thread = threading.Thread(target=self._loop, name="trajreview-prewarm", daemon=True)
         if start:
             self._thread.start()
+            # Stopped and joined as the interpreter exits: a daemon thread cut off inside DuckDB's C++ code
+            # aborts the process ("terminate called after throwing"), so a server's stop would crash.
+            atexit.register(self.stop)
 
     def remember(self, page: str, reads: list[Read]) -> None:
         """What a page run of Runs or Triage read: the warm computes these next time."""
@@ -97,6 +101,8 @@ class Warmer:
             return False
         with db.warming():
             for fn, args, kwargs in self.reads(now):
+                if self._stop.is_set():
+                    return False
                 db.warm(fn, args, kwargs, now)
         self.warmed = now
         return True
@@ -116,8 +122,11 @@ class Warmer:
             else:
                 return
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop looking and wait for the read under way to end."""
         self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
 
 
 def _unique(reads: list[Read]) -> list[Read]:

@@ -234,7 +234,7 @@ def test_a_lock_that_outlasts_the_retry_is_one_line_and_keeps_the_draft(gold_tab
         monkeypatch.setattr(
             dashboard.db,
             "_open",
-            lambda path: Store(path, lock_timeout_s=1.0, host=dashboard.db.store_host()),
+            lambda path, *_: Store(path, lock_timeout_s=1.0, host=dashboard.db.store_host()),
         )
         at.button(key="gold-save").click().run()
         _ok(at)

@@ -50,3 +50,26 @@ def test_no_profile_line_unless_asked(demo_db, tmp_path, monkeypatch, capsys):
     with db.page_run():
         assert db.read(runs.runs_table) is not None
     assert "page run" not in capsys.readouterr().err
+
+
+def test_a_cold_task_review_finds_its_prefetched_reads_cached(
+    demo_db, tmp_path, monkeypatch, capsys, open_page
+):
+    """Task review starts its independent reads together (db.prefetch, two threads): on a database no read
+    of which is cached yet, the page's own reads of them are hits, and the file is left detached after."""
+    from dashboard.db import store_host
+
+    path = tmp_path / "cold.duckdb"
+    shutil.copy(demo_db, path)
+    monkeypatch.setenv("TRAJREVIEW_PROFILE", "1")
+    with db.Store(path, read_only=True) as store:
+        run = latest_run(store)
+        (task,) = store.query("SELECT min(task_id) FROM evaluations WHERE run = ?", [run])[0]
+    capsys.readouterr()
+    open_page(path, "views/task.py", run=run, task=str(task))
+    line = _profile_line(capsys.readouterr().err)
+    prefetched = ("task_header", "failed_neighbours", "other_runs", "episodes")
+    # Three of four at least: on a loaded machine the page may reach one before a prefetch thread took it.
+    assert sum(f"{name} hit" in line for name in prefetched) >= 3, line
+    assert "run_exists MISS" in line  # not prefetched: read by the page while the others compute
+    assert store_host().attached() == []

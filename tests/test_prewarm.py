@@ -130,3 +130,22 @@ def test_reads_with_unhashable_arguments_are_kept_and_repeats_dropped(fresh_db):
     warmer.remember("runs", [plain, listed, plain, listed])
     warmer.remember("triage", [plain])
     assert warmer.reads(()) == [plain, listed, listed]
+
+
+@pytest.mark.slow
+def test_a_process_that_exits_while_a_warm_is_under_way_exits_cleanly(fresh_db):
+    """The warmer is stopped and joined as the interpreter exits: cut off inside DuckDB, its thread would
+    abort the process ('terminate called after throwing'), so stopping a server would crash it."""
+    import subprocess
+    import sys
+
+    from core.paths import REPO_ROOT
+
+    code = (
+        "import sys, time; from pathlib import Path; from dashboard.prewarm import Warmer;"
+        " Warmer(Path(sys.argv[1])); time.sleep(float(sys.argv[2]))"
+    )
+    for pause in ("0.02", "0.1", "0.3"):
+        done = subprocess.run([sys.executable, "-c", code, str(fresh_db), pause], cwd=REPO_ROOT,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0 and "terminate" not in done.stderr, (pause, done.stderr[-500:])

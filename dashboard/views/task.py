@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.queries import causes as cq
 from core.queries import task as q
 from core.queries import triage as tq
 from core.queries.runs import run_exists
@@ -21,7 +22,7 @@ from dashboard.components import (
     task_header,
 )
 from dashboard.components.formatting import verdict_label
-from dashboard.db import read
+from dashboard.db import prefetch, read
 from dashboard.text import escape_md
 
 run, task_id = state.param("run"), state.int_param("task")
@@ -43,6 +44,10 @@ if not run or task_id is None:
     st.info("Pick a task in Triage: this page shows one task of one run (`?run=…&task=…`).")
     _back_to_triage("Open triage")
     st.stop()
+# A cold view's independent reads, started together (they overlap on two cores); each is read below.
+wanted = tq.filter_from_params(state.list_param)
+prefetch((q.task_header, run, task_id), (tq.failed_neighbours, run, task_id, wanted), (q.other_runs, task_id),
+         (q.episodes, run, task_id), (cq.task_causes, run, task_id), (cq.is_diagnosed, run))  # fmt: skip
 exists = read(run_exists, run)
 if exists is None:
     st.stop()
@@ -56,7 +61,6 @@ if header is None:
     _back_to_triage()
     st.stop()
 
-wanted = tq.filter_from_params(state.list_param)
 prev_task, next_task = read(tq.failed_neighbours, run, task_id, wanted) or (None, None)
 nav = st.columns([1.3, 1.3, 1.3, 4])
 with nav[0]:
