@@ -73,3 +73,16 @@ def test_a_cold_task_review_finds_its_prefetched_reads_cached(
     assert sum(f"{name} hit" in line for name in prefetched) >= 3, line
     assert "run_exists MISS" in line  # not prefetched: read by the page while the others compute
     assert store_host().attached() == []
+
+
+def test_compare_looks_for_the_default_pair_only_when_the_url_names_no_pair(
+    demo_db, monkeypatch, capsys, open_page
+):
+    """Finding the default pair joins every run with every other; a view whose URL names both runs skips it."""
+    monkeypatch.setenv("TRAJREVIEW_PROFILE", "1")
+    capsys.readouterr()
+    at = open_page(demo_db, "views/compare.py")
+    assert "comparison_pair" in _profile_line(capsys.readouterr().err)
+    a, b = at.query_params["a"], at.query_params["b"]  # the default pair, written to the URL
+    open_page(demo_db, "views/compare.py", a=a, b=b)
+    assert "comparison_pair" not in _profile_line(capsys.readouterr().err)

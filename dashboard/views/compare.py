@@ -35,7 +35,10 @@ names = run_names_or_stop()
 if len(names) < 2:
     st.info("Comparing needs two runs in the database: see the Runs page.")
     st.stop()
-pair = read(q.comparison_pair) or (names[1], names[0])
+# The default pair only when the URL does not name both runs: finding it pairs every run with every other
+# (151 ms of a cold view on 50 runs, 18 on 3).
+named = all(state.param(key) is not None for key in ("a", "b"))
+pair = (None, None) if named else (read(q.comparison_pair) or (names[1], names[0]))
 for key, default in zip(("a", "b"), pair, strict=True):
     wanted = state.param(key)
     if wanted is not None and wanted not in names:
