@@ -231,7 +231,7 @@ def prefetch(*calls: tuple) -> None:
 def _prefetch_one(run: _PageRun, fn: Callable, args: tuple, db_fingerprint: tuple) -> None:
     token = _current_run.set(_Lent(run))
     try:
-        _cached(_key(fn), args, (), db_fingerprint, fn)
+        warm(fn, args, (), db_fingerprint)
     except Exception:  # noqa: S110 - shown by the page's own read of it
         pass
     finally:
