@@ -165,6 +165,43 @@ def test_a_failed_insert_shows_its_cause_not_the_cleanup_error(store: Store):
     assert store.query("SELECT count(*) FROM import_problems") == [(0,)]
 
 
+def test_a_checkpointed_commit_writes_the_rows_into_the_file_not_the_log(store: Store):
+    """`transaction(checkpoint=True)` (an import's) commits into the file: nothing is left in the
+    write-ahead log to be copied when the file closes; a plain commit leaves its rows there. The
+    threshold is the instance's setting: the same after, also when the transaction failed."""
+    wal = store.path.with_name(store.path.name + ".wal")
+
+    def logged() -> int:
+        return wal.stat().st_size if wal.exists() else 0
+
+    def threshold() -> str:
+        return store.query("SELECT current_setting('checkpoint_threshold')")[0][0]
+
+    rows = [
+        {
+            "run": "r",
+            "task_id": n,
+            "kind": "k",
+            "message": "m" * 50,
+            "source_path": "p",
+            "recorded_at": "2026-01-01",
+        }
+        for n in range(20_000)
+    ]
+    before = threshold()
+    with store.transaction() as cur:
+        insert_rows(cur, "import_problems", rows)
+    assert logged() > 1_000_000  # a plain commit: the rows wait in the log
+    with store.transaction(checkpoint=True) as cur:
+        insert_rows(cur, "import_problems", [{**r, "run": "s"} for r in rows])
+    assert logged() == 0 and threshold() == before
+    assert store.query("SELECT count(*) FROM import_problems") == [(40_000,)]
+    bad = {"run": "r", "task_id": 99_999_999_999, "kind": "k", "message": "m", "source_path": "p"}
+    with pytest.raises(duckdb.ConversionException), store.transaction(checkpoint=True) as cur:
+        insert_rows(cur, "import_problems", [bad])
+    assert threshold() == before
+
+
 def test_one_thread_is_one_thread_inside_and_the_setting_as_before_after(store: Store):
     """The network events' insert runs on one DuckDB thread; the connection gets its own setting back,
     also when the insert inside fails (a plain `Store` serves the app's later queries)."""

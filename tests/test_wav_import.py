@@ -563,6 +563,15 @@ def test_odd_files_get_the_status_evaluate_task_gives(
     assert seen == {"success", "failure", "error"}
 
 
+def test_an_import_commits_its_rows_into_the_file_not_the_log(tasks_store: Store, wav: Path):
+    """The import's transaction checkpoints at its commit (`Store.transaction(checkpoint=True)`): in a
+    file that stays open (the app's), nothing of the run waits in the write-ahead log."""
+    wal = tasks_store.path.with_name(tasks_store.path.name + ".wal")
+    import_wav_run(tasks_store, wav / "demo-run", "logged", config=wav / "config.demo.json", workers=1)
+    assert tasks_store.query("SELECT count(*) > 700 FROM network_events WHERE run = 'logged'") == [(True,)]
+    assert not wal.exists() or wal.stat().st_size == 0
+
+
 def test_a_small_import_opens_the_file_once_before_its_transaction(tasks_db: Path, wav: Path, tmp_path: Path):
     """Reading the dataset kinds and the task ids is one open of the file, not two (a `ShortLivedStore`
     leaves a turn (TURN_S) between two operations in a row), then the one write transaction: the

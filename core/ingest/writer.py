@@ -174,7 +174,8 @@ def _write_run(store, meta, trajectories, problems, extra_writes, network_events
         answers = mark_answers(trajectories)
         offline = evaluate_trajectories(store, [t for t in trajectories if (t.task_id, t.episode) in answers])
         writes.append(partial(write_evaluated, run=meta.name, results=offline))
-    with store.transaction() as cur:
+    # A run's rows are written into the file at the commit, not logged first and copied at the close.
+    with store.transaction(checkpoint=True) as cur:
         replace_run(cur, meta, imported_at)
         for table, data in tables.items():
             if table == "network_events":
