@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 import time
 from pathlib import Path
 
@@ -174,8 +173,8 @@ def test_import_indexes_the_run_and_a_reimport_replaces_its_documents(tasks_stor
 
 
 def test_a_failed_reimport_leaves_the_index_as_it_was(tasks_store, shipped_data, monkeypatch):
-    """The index of an import is committed after its transaction (core.ingest.writer.import_run,
-    `PendingIndex`): when the network events' insert fails, the run's old documents stay searchable, no new one appears,
+    """The index of an import is written after its transaction committed (core.ingest.writer.import_run):
+    when the network events' insert fails, the run's old documents stay searchable, no new one appears,
     the manifest is unchanged, and the next import indexes at once (no writer lock left behind)."""
     from core.ingest import writer
     from core.ingest.wav_run import import_wav_run
@@ -215,36 +214,6 @@ def test_a_failed_reimport_leaves_the_index_as_it_was(tasks_store, shipped_data,
     again = search(tasks_store, word, run="w", limit=10_000)
     assert search_index.indexed_runs(tasks_store.path) != runs_before and again.not_indexed == []
     assert (again.total, again.hits) == (before.total, before.hits)
-
-
-def test_an_imports_documents_are_added_while_its_transaction_writes(tasks_store, shipped_data, monkeypatch):
-    """The run's search documents are added (tokenised: 0.6 s of an 812-task import) in a thread started
-    inside the import's transaction, beside its inserts, not after its commit: the transaction's last
-    statement can wait for all of them. They are committed once the transaction has."""
-    from core.ingest import writer
-    from core.ingest.wav_run import import_wav_run
-
-    added = threading.Event()
-    real_documents = search_index._documents
-
-    def documents(*args):
-        yield from real_documents(*args)
-        added.set()
-
-    real_refresh = writer.refresh_run_summary
-    waited = []
-
-    def refresh(cur, run):
-        waited.append(added.wait(timeout=10))
-        return real_refresh(cur, run)
-
-    monkeypatch.setattr(search_index, "_documents", documents)
-    monkeypatch.setattr(writer, "refresh_run_summary", refresh)
-    wav = shipped_data / "webarena-verified"
-    import_wav_run(tasks_store, wav / "demo-run", "w", config=wav / "config.demo.json", workers=1)
-    assert waited == [True]
-    (stamp,) = tasks_store.query("SELECT imported_at FROM runs WHERE name = 'w'")[0]
-    assert search_index.indexed_runs(tasks_store.path) == {"w": search_index.generation("w", stamp)}
 
 
 def test_first_event_urls_keeps_each_urls_least_seq_and_drops_nulls_and_assets():
@@ -448,13 +417,9 @@ def test_an_import_and_a_rebuild_index_the_same_network_urls_of_the_real_trace(
     from core.ingest.wav_run import import_wav_run
 
     written = []
-
-    class Recorded(search_index.PendingIndex):
-        def __init__(self, db, run, gen, rows):
-            written.append(rows["events"])
-            super().__init__(db, run, gen, rows)
-
-    monkeypatch.setattr(search_index, "PendingIndex", Recorded)
+    real = search_index.index_written
+    monkeypatch.setattr(search_index, "index_written", lambda db, run, gen, rows: (
+        written.append(rows["events"]), real(db, run, gen, rows)))  # fmt: skip
     wav = shipped_data / "webarena-verified"
     import_wav_run(tasks_store, wav / "demo-run", "w", config=wav / "config.demo.json", workers=1)
     rebuilt = []

@@ -138,11 +138,11 @@ def import_run(
     are evaluated offline with WebArena's evaluators (core.scoring.offline; well under a second for 812
     tasks) before the transaction, and their rows land in it. The transaction only writes: rows are Arrow
     tables built beforehand, so a `ShortLivedStore` holds the file for the writing alone. The search index
-    takes what was written (core.search.index.PendingIndex): its documents are added while the transaction
-    writes and committed after it; it never reopens the file.
+    is built after the commit from what was written (core.search.index.index_written): it never reopens
+    the file.
     """
     try:
-        pending = _write_run(store, meta, trajectories, problems, extra_writes, network_events)
+        gen, rows = _write_run(store, meta, trajectories, problems, extra_writes, network_events)
     except (duckdb.ConversionException, duckdb.OutOfRangeException, duckdb.InvalidInputException) as exc:
         # A value the database cannot hold that no importer check caught: the transaction is rolled
         # back (nothing half-written) and the user gets the cause in one line, not a traceback.
@@ -150,7 +150,7 @@ def import_run(
         raise InputError(
             meta.source_path or meta.name, f"a value the database cannot hold ({reason})"
         ) from None
-    pending.finish()  # the run's search documents, committed now that its rows are
+    search_index.index_written(store.path, meta.name, gen, rows)  # after the commit (core.search.index)
 
 
 def _write_run(store, meta, trajectories, problems, extra_writes, network_events):
@@ -174,29 +174,19 @@ def _write_run(store, meta, trajectories, problems, extra_writes, network_events
         answers = mark_answers(trajectories)
         offline = evaluate_trajectories(store, [t for t in trajectories if (t.task_id, t.episode) in answers])
         writes.append(partial(write_evaluated, run=meta.name, results=offline))
-    pending = None
-    try:
-        # A run's rows are written into the file at the commit, not logged first and copied at the close.
-        with store.transaction(checkpoint=True) as cur:
-            # The tasks' sites, read here in one short query rather than in a read before the transaction:
-            # every importer ends in this transaction, but not every one reads the file before it. First,
-            # so the search index adds the run's documents while the rows below are written.
-            rows["sites"] = dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall())
-            pending = search_index.PendingIndex(
-                store.path, meta.name, search_index.generation(meta.name, imported_at), rows
-            )
-            replace_run(cur, meta, imported_at)
-            for table, data in tables.items():
-                if table == "network_events":
-                    with one_thread(cur):
-                        insert_rows(cur, table, data)
-                else:
+    # A run's rows are written into the file at the commit, not logged first and copied at the close.
+    with store.transaction(checkpoint=True) as cur:
+        replace_run(cur, meta, imported_at)
+        for table, data in tables.items():
+            if table == "network_events":
+                with one_thread(cur):
                     insert_rows(cur, table, data)
-            for write in writes:
-                write(cur)
-            refresh_run_summary(cur, meta.name)
-    except BaseException:
-        if pending is not None:
-            pending.abandon()
-        raise
-    return pending
+            else:
+                insert_rows(cur, table, data)
+        for write in writes:
+            write(cur)
+        refresh_run_summary(cur, meta.name)
+        # The tasks' sites, read here in one short query rather than in a read before the transaction:
+        # every importer ends in this transaction, but not every one reads the file before it.
+        rows["sites"] = dict(cur.execute("SELECT task_id, sites FROM tasks").fetchall())
+    return search_index.generation(meta.name, imported_at), rows

@@ -10,20 +10,18 @@ DuckDB at query time instead.
 Consistency with the database (the contract): every document carries its run's generation, the run's
 name and `runs.imported_at`. A search only accepts documents of the generations the database holds now,
 so a replaced or deleted run never shows a hit, whatever the index still holds; a run whose generation
-the index lacks is reported as not indexed. `PendingIndex` (started by `core.ingest.writer.import_run`
-inside its transaction, committed once the transaction has) replaces the run's documents from what the
-import wrote (the writer decides the generation before its transaction and reads the tasks' sites first
-thing inside it), without reopening the database; `index_written` does the same at once; `reindex` rebuilds the whole index from the database (`trajreview search --reindex`).
+the index lacks is reported as not indexed. `index_written` (called by `core.ingest.writer.import_run`
+once its transaction committed) replaces the run's documents from what the import wrote (the writer
+decides the generation before its transaction and reads the tasks' sites inside it), without reopening
+the database; `reindex` rebuilds the whole index from the database (`trajreview search --reindex`).
 """
 
 from __future__ import annotations
 
 import json
-import queue
 import shutil
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -219,15 +217,7 @@ def _documents(run: str, gen: str, rows: dict[str, list[tuple]]) -> Iterator[dic
         yield doc(task_id, None, None, seq, ["network url"], [url])
 
 
-def _write(
-    db_path: str | Path,
-    runs: Iterable[tuple[str, str | None, dict]],
-    *,
-    clear: bool,
-    go_ahead: Callable[[], bool] | None = None,
-) -> bool:
-    """Replace the given runs' documents (all documents, with `clear`) and commit; `go_ahead`, when given,
-    is asked once every document is added, and a False from it rolls them back. Whether it committed."""
+def _write(db_path: str | Path, runs: Iterable[tuple[str, str | None, dict]], *, clear: bool) -> None:
     import tantivy
 
     index = _open(db_path, create=True)
@@ -244,9 +234,6 @@ def _write(
             for fields in _documents(run, gen, rows):
                 writer.add_document(tantivy.Document(**fields))
             manifest[run] = gen
-        if go_ahead is not None and not go_ahead():
-            writer.rollback()
-            return False
         writer.commit()
         writer.wait_merging_threads()
     except BaseException:
@@ -256,7 +243,6 @@ def _write(
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"version": INDEX_VERSION, "runs": manifest}), encoding="utf-8")
     tmp.replace(path)
-    return True
 
 
 def index_written(db_path: str | Path, run: str, gen: str, rows: dict[str, list[tuple]]) -> None:
@@ -265,51 +251,10 @@ def index_written(db_path: str | Path, run: str, gen: str, rows: dict[str, list[
     try:
         _write(db_path, [(run, gen, rows)], clear=False)
     except (OSError, ValueError) as exc:
-        raise _not_indexed(run, exc) from None
-
-
-def _not_indexed(run: str, exc: BaseException) -> StoreError:
-    return StoreError(
-        f"run {run!r} was imported, but the search index beside the database was not updated ({exc});"
-        " `trajreview search --reindex` rebuilds it"
-    )
-
-
-class PendingIndex:
-    """`index_written` in a thread of its own, started inside the import's transaction: the run's documents
-    are added (tokenised, the slow part: 0.6 s for an 812-task run) while the transaction writes its rows
-    (DuckDB's inserts and commit leave the interpreter free), and committed only once the transaction has
-    (`finish`), or rolled back when it failed (`abandon`). So the index never holds an uncommitted run's
-    documents, as before; the import just stops waiting for them one after the other."""
-
-    def __init__(self, db_path: str | Path, run: str, gen: str, rows: dict[str, list[tuple]]):
-        self.run = run
-        self._verdict: queue.Queue[bool] = queue.Queue(maxsize=1)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._write, args=(db_path, gen, rows), name="trajreview-index", daemon=True
-        )
-        self._thread.start()
-
-    def _write(self, db_path: str | Path, gen: str, rows: dict[str, list[tuple]]) -> None:
-        try:
-            _write(db_path, [(self.run, gen, rows)], clear=False, go_ahead=self._verdict.get)
-        except BaseException as exc:  # handed to the thread that waits for it
-            self._error = exc
-
-    def finish(self) -> None:
-        """The transaction committed: commit the documents (StoreError if they could not be written)."""
-        self._verdict.put(True)
-        self._thread.join()
-        if isinstance(self._error, OSError | ValueError):
-            raise _not_indexed(self.run, self._error) from None
-        if self._error is not None:
-            raise self._error
-
-    def abandon(self) -> None:
-        """The transaction failed: nothing of it goes into the index."""
-        self._verdict.put(False)
-        self._thread.join()
+        raise StoreError(
+            f"run {run!r} was imported, but the search index beside the database was not updated ({exc});"
+            " `trajreview search --reindex` rebuilds it"
+        ) from None
 
 
 def reindex(store, on_progress: ProgressCallback | None = None) -> int:
