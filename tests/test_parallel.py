@@ -31,6 +31,18 @@ def test_results_keep_input_order_and_use_workers():
     assert progress[0] == (0, 50) and progress[-1] == (50, 50)
 
 
+def test_the_last_chunks_of_a_run_are_small():
+    """The last two chunks' worth of tasks per worker go in quarter chunks, so no worker waits a whole
+    chunk for the other at the end of a run; every task once, in order."""
+    from core.files.parallel import tapered
+
+    sizes = [len(c) for c in tapered(range(200), 8, 200, 2)]
+    assert sizes == [8] * 21 + [2] * 16 and sum(sizes) == 200
+    assert [x for c in tapered(range(37), 8, 37, 2) for x in c] == list(range(37))
+    assert [len(c) for c in tapered(range(20), 8, None, 2)] == [8, 8, 4]  # no total: whole chunks
+    assert [len(c) for c in tapered(range(20), 8, 20, 1)] == [8, 8, 4]  # one worker: nobody waits
+
+
 def test_one_worker_or_one_chunk_runs_here():
     assert {pid for _, pid in map_chunks(square_chunk, range(10), workers=1, chunk_size=3)} == {os.getpid()}
     assert {pid for _, pid in map_chunks(square_chunk, range(3), workers=2, chunk_size=8)} == {os.getpid()}

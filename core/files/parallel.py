@@ -36,6 +36,7 @@ Indexed = tuple[int, list]
 
 # Tasks per worker job of a run: small enough for a smooth progress bar, large enough to amortise pickling.
 TASKS_PER_CHUNK = 8
+TAPER_CHUNKS = 2  # whole chunks per worker, at the end of a run, sent as small ones (`tapered`)
 
 
 def tasks_per_chunk(n_tasks: int, workers: int) -> int:
@@ -47,6 +48,24 @@ def tasks_per_chunk(n_tasks: int, workers: int) -> int:
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
     iterator = iter(items)
     while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+def tapered(items: Iterable[T], size: int, total: int | None, workers: int) -> Iterator[list[T]]:
+    """Chunks of `size`; the last `TAPER_CHUNKS` chunks' worth of tasks per worker (when `total` is known),
+    in chunks a quarter that size. A worker that ends its last whole chunk then finds small ones left
+    instead of waiting while the other finishes a whole one: at 8 tasks of about 30 ms, a quarter of a
+    second at the end of a run on two workers (`bench scoring`)."""
+    iterator = iter(items)
+    remaining = total
+    small = max(1, size // 4)
+    while True:
+        tail = remaining is not None and workers > 1 and remaining <= TAPER_CHUNKS * workers * size
+        chunk = list(itertools.islice(iterator, small if tail else size))
+        if not chunk:
+            return
+        if remaining is not None:
+            remaining -= len(chunk)
         yield chunk
 
 
@@ -184,7 +203,7 @@ class WorkerPool:
             progress(done, max(total or 0, done))
 
         progress(0, total or 0)
-        indexed: Iterator[Indexed] = enumerate(chunked(items, chunk_size))
+        indexed: Iterator[Indexed] = enumerate(tapered(items, chunk_size, total, self.workers))
         results: dict[int, list[R]] = {}
         leftovers: list[Indexed] = []
         if self.executor is not None:
