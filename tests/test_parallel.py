@@ -15,6 +15,10 @@ def square_chunk(chunk: list[int]) -> list[tuple[int, int]]:
     return [(x * x, os.getpid()) for x in chunk]
 
 
+def chunk_sizes(chunk: list[int]) -> list[tuple[int, int]]:
+    return [(x, len(chunk)) for x in chunk]
+
+
 def die_in_worker(parent_pid: int, chunk: list[int]) -> list[int]:
     if os.getpid() != parent_pid:
         os._exit(3)  # a worker killed mid-chunk breaks the whole pool
@@ -29,6 +33,10 @@ def test_results_keep_input_order_and_use_workers():
     assert [v for v, _ in out] == [x * x for x in range(50)]
     assert os.getpid() not in {pid for _, pid in out}
     assert progress[0] == (0, 50) and progress[-1] == (50, 50)
+    # The workers get the run's last tasks (two chunks' worth per worker) in quarter chunks (`tapered`).
+    sizes = map_chunks(chunk_sizes, range(50), workers=2, chunk_size=4, total=50)
+    assert [x for x, _ in sizes] == list(range(50))
+    assert [n for _, n in sizes] == [4] * 36 + [1] * 14
 
 
 def test_the_last_chunks_of_a_run_are_small():
