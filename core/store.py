@@ -21,7 +21,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -248,8 +248,9 @@ class Store:
                     cur.execute("ROLLBACK")
                 raise
             else:
-                if checkpoint:
-                    _commit_with_checkpoint(cur)
+                if checkpoint:  # a threshold of 0: DuckDB checkpoints at the commit instead of logging
+                    with instance_setting(cur, "checkpoint_threshold", "0KB"):
+                        cur.execute("COMMIT")
                 else:
                     cur.execute("COMMIT")
             finally:
@@ -398,31 +399,24 @@ def insert_rows(
 
 
 @contextmanager
-def one_thread(cur: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """DuckDB on one thread for the statements inside, then as before: a large insert (a run's network
-    events) peaks lower when one thread builds its row groups instead of one buffer per thread, and
-    takes about as long (docs/limits.md)."""
-    (threads,) = cur.execute("SELECT current_setting('threads')").fetchone()
-    cur.execute("SET threads = 1")
+def instance_setting(cur: duckdb.DuckDBPyConnection, name: str, value: Any) -> Iterator[None]:
+    """DuckDB's setting `name` at `value` for the statements inside, then as before. A setting is the
+    database instance's, not the transaction's: a fresh cursor restores it even when a statement inside
+    failed and aborted the caller's transaction."""
+    (before,) = cur.execute("SELECT current_setting($name)", {"name": name}).fetchone()
+    cur.execute(f"SET {name} = $value", {"value": value})
     try:
         yield
     finally:
-        # `threads` is the database's setting, not the transaction's: a fresh cursor restores it even
-        # when the insert failed and aborted the caller's transaction.
         with cur.cursor() as fresh:
-            fresh.execute(f"SET threads = {int(threads)}")
+            fresh.execute(f"SET {name} = $value", {"value": before})
 
 
-def _commit_with_checkpoint(cur: duckdb.DuckDBPyConnection) -> None:
-    """COMMIT with a checkpoint threshold of 0, so DuckDB checkpoints instead of logging; the threshold is
-    the instance's setting, not the transaction's: restored after, on a fresh cursor, whatever happened."""
-    (threshold,) = cur.execute("SELECT current_setting('checkpoint_threshold')").fetchone()
-    cur.execute("SET checkpoint_threshold = '0KB'")
-    try:
-        cur.execute("COMMIT")
-    finally:
-        with cur.cursor() as fresh:
-            fresh.execute("SET checkpoint_threshold = $threshold", {"threshold": threshold})
+def one_thread(cur: duckdb.DuckDBPyConnection) -> AbstractContextManager[None]:
+    """DuckDB on one thread for the statements inside, then as before: a large insert (a run's network
+    events) peaks lower when one thread builds its row groups instead of one buffer per thread, and
+    takes about as long (docs/limits.md)."""
+    return instance_setting(cur, "threads", 1)
 
 
 def valid_row(row: Mapping[str, Any]) -> dict[str, Any]:
